@@ -1,0 +1,22 @@
+# Project options, all prefixed SHARDSIM_.
+set(_shardsim_top OFF)
+if(CMAKE_SOURCE_DIR STREQUAL PROJECT_SOURCE_DIR)
+  set(_shardsim_top ON)
+endif()
+option(SHARDSIM_BUILD_TESTS "Build the doctest suites and register them with CTest" ${_shardsim_top})
+option(SHARDSIM_SANITIZE "Build everything with -fsanitize=address,undefined" OFF)
+option(SHARDSIM_WERROR "Treat warnings as errors" OFF)
+set(SHARDSIM_WITH_MPI "AUTO" CACHE STRING "Build the MPI microbenchmark backend (ON, OFF, AUTO)")
+set(SHARDSIM_WITH_NCCL "AUTO" CACHE STRING "Build the NCCL microbenchmark backend (ON, OFF, AUTO)")
+
+set(CMAKE_CXX_STANDARD 20)
+set(CMAKE_CXX_STANDARD_REQUIRED ON)
+set(CMAKE_CXX_EXTENSIONS OFF)
+if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+  set(CMAKE_BUILD_TYPE RelWithDebInfo CACHE STRING "Build type" FORCE)
+endif()
+
+if(SHARDSIM_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()

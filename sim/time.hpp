@@ -1,0 +1,76 @@
+#pragma once
+// Simulated time: a strong type over int64 picoseconds (DESIGN 2; ns-3 nstime.h, htsim
+// config.h). Range about +-106 days. No double time inside the engine: conversions exist
+// only at the boundary and round to the nearest picosecond.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <compare>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+
+namespace shardsim {
+
+class Time {
+ public:
+  constexpr Time() = default;
+
+  static constexpr Time from_ps(std::int64_t ps) { return Time(ps); }
+  static Time from_seconds(double s) { return from_scaled(s, 1e12); }
+  static Time from_ms(double ms) { return from_scaled(ms, 1e9); }
+  static Time from_us(double us) { return from_scaled(us, 1e6); }
+  static Time from_ns(double ns) { return from_scaled(ns, 1e3); }
+  /// Rounds up: the first picosecond at or after `s` seconds (used for completions, so an
+  /// event never fires before the work it stands for is done).
+  static Time ceil_seconds(double s) {
+    check(s * 1e12);
+    return Time(static_cast<std::int64_t>(std::ceil(s * 1e12 - 1e-6)));
+  }
+  static constexpr Time zero() { return Time(0); }
+  static constexpr Time max() { return Time(std::numeric_limits<std::int64_t>::max()); }
+
+  [[nodiscard]] constexpr std::int64_t ps() const { return ps_; }
+  [[nodiscard]] constexpr double to_seconds() const { return static_cast<double>(ps_) * 1e-12; }
+  [[nodiscard]] constexpr double to_us() const { return static_cast<double>(ps_) * 1e-6; }
+  [[nodiscard]] constexpr double to_ns() const { return static_cast<double>(ps_) * 1e-3; }
+
+  constexpr auto operator<=>(const Time&) const = default;
+  constexpr Time operator+(Time o) const { return Time(ps_ + o.ps_); }
+  constexpr Time operator-(Time o) const { return Time(ps_ - o.ps_); }
+  constexpr Time& operator+=(Time o) {
+    ps_ += o.ps_;
+    return *this;
+  }
+  constexpr Time operator*(std::int64_t k) const { return Time(ps_ * k); }
+
+ private:
+  constexpr explicit Time(std::int64_t ps) : ps_(ps) {}
+  static void check(double ps) {
+    if (!std::isfinite(ps) || std::fabs(ps) > 9.2e18) {
+      throw std::out_of_range("time out of the int64 picosecond range (about 106 days)");
+    }
+  }
+  static Time from_scaled(double v, double scale) {
+    check(v * scale);
+    return Time(std::llround(v * scale));
+  }
+  std::int64_t ps_ = 0;
+};
+
+}  // namespace shardsim
+
+template <>
+struct fmt::formatter<shardsim::Time> : fmt::formatter<double> {
+  // Formats as seconds with an adaptive unit: "1.5us", "2ms", "0s".
+  auto format(shardsim::Time t, fmt::format_context& ctx) const {
+    const double s = t.to_seconds();
+    const double a = std::fabs(s);
+    if (a == 0) return fmt::format_to(ctx.out(), "0s");
+    if (a >= 1) return fmt::format_to(ctx.out(), "{:g}s", s);
+    if (a >= 1e-3) return fmt::format_to(ctx.out(), "{:g}ms", s * 1e3);
+    if (a >= 1e-6) return fmt::format_to(ctx.out(), "{:g}us", s * 1e6);
+    if (a >= 1e-9) return fmt::format_to(ctx.out(), "{:g}ns", s * 1e9);
+    return fmt::format_to(ctx.out(), "{}ps", t.ps());
+  }
+};

@@ -1,0 +1,180 @@
+#include "topologies/topology.hpp"
+
+#include <fmt/format.h>
+
+#include <boost/graph/breadth_first_search.hpp>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <stdexcept>
+
+#include "sim/error.hpp"
+
+namespace shardsim::topo {
+
+const char* to_string(LinkClass c) {
+  switch (c) {
+    case LinkClass::ici: return "ici";
+    case LinkClass::nvlink: return "nvlink";
+    case LinkClass::pcie: return "pcie";
+    case LinkClass::ib: return "ib";
+    case LinkClass::ethernet: return "ethernet";
+    case LinkClass::loopback: return "loopback";
+  }
+  return "?";
+}
+
+LinkClass link_class_from_string(const std::string& s, const std::string& where) {
+  for (auto c : {LinkClass::ici, LinkClass::nvlink, LinkClass::pcie, LinkClass::ib, LinkClass::ethernet,
+                 LinkClass::loopback}) {
+    if (s == to_string(c)) return c;
+  }
+  throw ConfigError(where, fmt::format("unknown link class '{}'", s),
+                    "one of ici, nvlink, pcie, ib, ethernet, loopback");
+}
+
+namespace {
+
+class ShortestPathRouter final : public Router {
+ public:
+  void route(const Topology& t, NodeId src, NodeId dst, std::vector<LinkId>& out) const override {
+    // Breadth-first search by hop count; out-links are visited in insertion (LinkId) order,
+    // so ties go to the lowest LinkId and the result is deterministic.
+    const std::size_t n = t.num_nodes();
+    std::vector<LinkId> via(n, std::numeric_limits<LinkId>::max());
+    std::vector<char> seen(n, 0);
+    std::deque<NodeId> q{src};
+    seen[src] = 1;
+    while (!q.empty() && !seen[dst]) {
+      const NodeId u = q.front();
+      q.pop_front();
+      // Switches forward; devices do not relay traffic for others.
+      if (u != src && t.node(u).kind == NodeKind::device) continue;
+      for (LinkId l : t.out_links(u)) {
+        const NodeId v = t.link(l).dst;
+        if (seen[v]) continue;
+        seen[v] = 1;
+        via[v] = l;
+        q.push_back(v);
+      }
+    }
+    if (!seen[dst]) {
+      throw std::runtime_error(fmt::format("no route from {} to {}", t.node(src).name, t.node(dst).name));
+    }
+    const std::size_t start = out.size();
+    for (NodeId v = dst; v != src; v = t.link(via[v]).src) out.push_back(via[v]);
+    std::reverse(out.begin() + static_cast<std::ptrdiff_t>(start), out.end());
+  }
+  [[nodiscard]] std::string name() const override { return "shortest-path"; }
+};
+
+}  // namespace
+
+std::shared_ptr<const Router> make_shortest_path_router() { return std::make_shared<ShortestPathRouter>(); }
+
+Topology::Topology() : router_(make_shortest_path_router()) {}
+
+NodeId Topology::add_device(Node n) {
+  n.kind = NodeKind::device;
+  const auto id = static_cast<NodeId>(nodes_.size());
+  nodes_.push_back(std::move(n));
+  out_.emplace_back();
+  boost::add_vertex(graph_);
+  devices_.push_back(id);
+  return id;
+}
+
+NodeId Topology::add_switch(Node n) {
+  n.kind = NodeKind::switch_node;
+  const auto id = static_cast<NodeId>(nodes_.size());
+  nodes_.push_back(std::move(n));
+  out_.emplace_back();
+  boost::add_vertex(graph_);
+  return id;
+}
+
+LinkId Topology::add_link(NodeId src, NodeId dst, double bandwidth_Bps, double latency_s, LinkClass cls) {
+  if (src >= nodes_.size() || dst >= nodes_.size()) {
+    throw ConfigError(fmt::format("link {}->{}", src, dst), "a node id past the last node",
+                      fmt::format("ids below {}", nodes_.size()));
+  }
+  if (src == dst) {
+    throw ConfigError(fmt::format("link {}->{}", nodes_[src].name, nodes_[dst].name), "a self-loop",
+                      "a link between two different nodes");
+  }
+  if (!(bandwidth_Bps > 0) || !std::isfinite(bandwidth_Bps)) {
+    throw ConfigError(fmt::format("link {}->{}", nodes_[src].name, nodes_[dst].name),
+                      fmt::format("bandwidth {} B/s", bandwidth_Bps), "a bandwidth greater than zero");
+  }
+  if (!(latency_s >= 0) || !std::isfinite(latency_s)) {
+    throw ConfigError(fmt::format("link {}->{}", nodes_[src].name, nodes_[dst].name),
+                      fmt::format("latency {} s", latency_s), "a latency of zero or more");
+  }
+  const auto id = static_cast<LinkId>(links_.size());
+  links_.push_back(Link{src, dst, bandwidth_Bps, latency_s, cls});
+  out_[src].push_back(id);
+  boost::add_edge(src, dst, id, graph_);
+  route_cache_.clear();
+  return id;
+}
+
+LinkId Topology::add_duplex(NodeId a, NodeId b, double bandwidth_Bps, double latency_s, LinkClass cls) {
+  const LinkId ab = add_link(a, b, bandwidth_Bps, latency_s, cls);
+  add_link(b, a, bandwidth_Bps, latency_s, cls);
+  return ab;
+}
+
+void Topology::set_router(std::shared_ptr<const Router> r) {
+  router_ = std::move(r);
+  route_cache_.clear();
+}
+
+const Route& Topology::route(NodeId src, NodeId dst) const {
+  const std::uint64_t key = (static_cast<std::uint64_t>(src) << 32) | dst;
+  auto it = route_cache_.find(key);
+  if (it != route_cache_.end()) return it->second;
+  Route r;
+  if (src != dst) router_->route(*this, src, dst, r.links);
+  r.bottleneck_Bps = std::numeric_limits<double>::infinity();
+  for (LinkId l : r.links) {
+    r.latency_s += links_[l].latency_s;
+    r.bottleneck_Bps = std::min(r.bottleneck_Bps, links_[l].bandwidth_Bps);
+  }
+  return route_cache_.emplace(key, std::move(r)).first->second;
+}
+
+double Topology::injection_Bps(NodeId device) const {
+  double sum = 0;
+  for (LinkId l : out_.at(device)) sum += links_[l].bandwidth_Bps;
+  return sum;
+}
+
+void Topology::validate(const std::string& where) const {
+  if (devices_.empty()) throw ConfigError(where, "a topology with no device", "at least one device");
+  // Undirected reachability from device 0 over the Boost graph: every device must be reached.
+  std::vector<char> seen(nodes_.size(), 0);
+  std::deque<NodeId> q{devices_.front()};
+  seen[devices_.front()] = 1;
+  while (!q.empty()) {
+    const NodeId u = q.front();
+    q.pop_front();
+    for (auto [e, end] = boost::out_edges(u, graph_); e != end; ++e) {
+      const auto v = static_cast<NodeId>(boost::target(*e, graph_));
+      if (!seen[v]) { seen[v] = 1; q.push_back(v); }
+    }
+    for (auto [e, end] = boost::in_edges(u, graph_); e != end; ++e) {
+      const auto v = static_cast<NodeId>(boost::source(*e, graph_));
+      if (!seen[v]) { seen[v] = 1; q.push_back(v); }
+    }
+  }
+  for (NodeId d : devices_) {
+    if (!seen[d]) {
+      throw ConfigError(where,
+                        fmt::format("a disconnected graph: device '{}' cannot reach device '{}'",
+                                    nodes_[devices_.front()].name, nodes_[d].name),
+                        "every device connected to every other");
+    }
+  }
+}
+
+}  // namespace shardsim::topo

@@ -1,0 +1,145 @@
+#pragma once
+// Topology: a directed graph (Boost.Graph adjacency_list) of endpoints (devices) and switches.
+// Every physical link is two directed edges, each with its own bandwidth, latency and link
+// class (DESIGN 3). Node and link data live in vectors indexed by NodeId / LinkId; the Boost
+// graph carries the LinkId on each edge, so graph algorithms and the flow network index the
+// same arrays.
+//
+// Ranks: device k (in insertion order) is rank k. Builders insert devices in a documented
+// order (tori: row-major over coordinates, last dimension fastest; clusters: node-major).
+//
+// Thread safety: const methods are safe to call concurrently except route(), which fills a
+// cache; give each thread its own Topology (sweeps build one per scenario).
+#include <boost/graph/adjacency_list.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace shardsim::topo {
+
+using NodeId = std::uint32_t;
+using LinkId = std::uint32_t;
+
+enum class LinkClass : std::uint8_t { ici, nvlink, pcie, ib, ethernet, loopback };
+const char* to_string(LinkClass c);
+/// Throws ConfigError naming `where` for an unknown class.
+LinkClass link_class_from_string(const std::string& s, const std::string& where);
+
+enum class NodeKind : std::uint8_t { device, switch_node };
+
+struct Node {
+  std::string name;
+  NodeKind kind = NodeKind::device;
+  std::vector<int> coords;          ///< torus coordinates (devices of tori only)
+  std::vector<std::string> group;   ///< group path, outermost first: {"pod0","node3","gpu5"}
+  bool in_network_reduction = false;  ///< switch can reduce (NVLink SHARP, IB SHARP)
+};
+
+struct Link {
+  NodeId src = 0;
+  NodeId dst = 0;
+  double bandwidth_Bps = 0;
+  double latency_s = 0;
+  LinkClass cls = LinkClass::ethernet;
+};
+
+/// A path between two nodes: directed links in order, and the sum of their latencies.
+struct Route {
+  std::vector<LinkId> links;
+  double latency_s = 0;
+  /// Smallest link bandwidth on the path (infinity for an empty route).
+  double bottleneck_Bps = 0;
+};
+
+class Topology;
+
+/// Routing policy, chosen by the builder. Must be deterministic.
+class Router {
+ public:
+  virtual ~Router() = default;
+  /// Appends the links from src to dst (src != dst) to `out`. Throws std::runtime_error if
+  /// there is no path.
+  virtual void route(const Topology& t, NodeId src, NodeId dst, std::vector<LinkId>& out) const = 0;
+  [[nodiscard]] virtual std::string name() const = 0;
+};
+
+/// Shortest paths by hop count (breadth-first, Boost.Graph), ties broken by lowest LinkId.
+std::shared_ptr<const Router> make_shortest_path_router();
+
+class Topology {
+ public:
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS,
+                                      boost::no_property, boost::property<boost::edge_index_t, LinkId>>;
+
+  Topology();
+
+  NodeId add_device(Node n);
+  NodeId add_switch(Node n);
+  /// One directed link. Throws ConfigError for bad ids or non-positive bandwidth.
+  LinkId add_link(NodeId src, NodeId dst, double bandwidth_Bps, double latency_s, LinkClass cls);
+  /// Two directed links, a->b then b->a, same parameters. Returns the a->b id (b->a is +1).
+  LinkId add_duplex(NodeId a, NodeId b, double bandwidth_Bps, double latency_s, LinkClass cls);
+
+  [[nodiscard]] std::size_t num_nodes() const { return nodes_.size(); }
+  [[nodiscard]] std::size_t num_links() const { return links_.size(); }
+  [[nodiscard]] std::size_t num_devices() const { return devices_.size(); }
+  [[nodiscard]] const Node& node(NodeId n) const { return nodes_.at(n); }
+  [[nodiscard]] const Link& link(LinkId l) const { return links_.at(l); }
+  [[nodiscard]] const std::vector<Link>& links() const { return links_; }
+  [[nodiscard]] const std::vector<Node>& nodes() const { return nodes_; }
+  /// Node id of rank r. Throws std::out_of_range.
+  [[nodiscard]] NodeId device(std::size_t rank) const { return devices_.at(rank); }
+  [[nodiscard]] const std::vector<NodeId>& devices() const { return devices_; }
+  [[nodiscard]] const Graph& graph() const { return graph_; }
+  /// Outgoing links of a node, in insertion order.
+  [[nodiscard]] const std::vector<LinkId>& out_links(NodeId n) const { return out_.at(n); }
+
+  void set_router(std::shared_ptr<const Router> r);
+  [[nodiscard]] const Router& router() const { return *router_; }
+  /// Route between two nodes (cached). Same node: an empty route.
+  [[nodiscard]] const Route& route(NodeId src, NodeId dst) const;
+  /// Route between two ranks.
+  [[nodiscard]] const Route& rank_route(std::size_t a, std::size_t b) const {
+    return route(device(a), device(b));
+  }
+
+  /// Total bandwidth a device can inject into the network (sum of its outgoing links).
+  [[nodiscard]] double injection_Bps(NodeId device) const;
+
+  // ---- structure hints for collective algorithms (set by builders) ----
+  /// Torus dimensions when the devices form a torus (rank = row-major index of coords,
+  /// last dimension fastest); empty otherwise.
+  std::vector<int> torus_dims;
+  std::vector<bool> torus_wrap;  ///< wraparound per dimension
+  /// Groups of ranks that share a fast domain (e.g. the 8 GPUs of a DGX node), in rank
+  /// order; empty when flat. Hierarchical algorithms use it.
+  std::vector<std::vector<int>> device_groups;
+  /// A ring order over all ranks that keeps neighbours close (torus: boustrophedon snake);
+  /// empty means identity.
+  std::vector<int> ring_order;
+
+  /// Name (preset name or builder spec) and the effective configuration it came from.
+  std::string name;
+  std::string description;
+  nlohmann::json config;
+
+  /// Throws ConfigError if the graph is disconnected between devices (names two nodes that
+  /// cannot reach each other), has no device, or a link with bad parameters.
+  void validate(const std::string& where) const;
+
+ private:
+  std::vector<Node> nodes_;
+  std::vector<Link> links_;
+  std::vector<NodeId> devices_;
+  std::vector<std::vector<LinkId>> out_;
+  Graph graph_;
+  std::shared_ptr<const Router> router_;
+  mutable std::unordered_map<std::uint64_t, Route> route_cache_;
+};
+
+}  // namespace shardsim::topo
