@@ -33,3 +33,21 @@ std::function<int()>& default_job();
 int& exit_status();
 
 }  // namespace shardsim::cli
+
+namespace shardsim::cli {
+
+/// `shardsim list CATEGORY`: each registry (topologies, algorithms, models, devices, ...)
+/// registers a printer for its category from the file that owns it.
+struct ListEntry {
+  std::string category;
+  std::string doc;
+  std::function<void()> print;
+};
+std::vector<ListEntry>& list_registry();
+struct ListRegistration {
+  ListRegistration(std::string category, std::string doc, std::function<void()> print) {
+    list_registry().push_back({std::move(category), std::move(doc), std::move(print)});
+  }
+};
+
+}  // namespace shardsim::cli

@@ -22,6 +22,11 @@ std::function<int()>& default_job() {
   return job;
 }
 
+std::vector<ListEntry>& list_registry() {
+  static std::vector<ListEntry> r;
+  return r;
+}
+
 int& exit_status() {
   static int status = 0;
   return status;
