@@ -1,2 +1,4 @@
 list(APPEND SHARDSIM_MODELS_SOURCES
-  ${CMAKE_CURRENT_LIST_DIR}/collective.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/collective.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/flow_eval.cpp
+)

@@ -1,0 +1,51 @@
+#pragma once
+// Flow-level evaluation of a collective Schedule on a Topology (DESIGN 4): each transfer
+// becomes a flow over its route, started after the route latency (plus the step overhead);
+// concurrent flows share links max-min fairly (sim::FlowNetwork). Steps follow the
+// rank-local barrier rule of Step (collective.hpp), per chunk. Reductions take
+// reduce_bytes / reduce_Bps on the receiving rank after its receives of the step.
+//
+// Memory: O(links + ranks x chunks); a Step with repeat=k is replayed k times without being
+// copied. Deterministic: same inputs, same event order, same result.
+#include <cstdint>
+#include <functional>
+
+#include "models/collectives/algorithm.hpp"
+#include "models/collectives/collective.hpp"
+#include "sim/flow_network.hpp"
+#include "sim/time.hpp"
+#include "topologies/topology.hpp"
+
+namespace shardsim::coll {
+
+/// One completed transfer, for timelines: group ranks, when its bytes were on the wire.
+struct TransferRecord {
+  std::uint32_t src = 0;
+  std::uint32_t dst = 0;
+  std::uint64_t step = 0;   ///< global step index (repeats unrolled)
+  std::uint32_t chunk = 0;
+  double bytes = 0;
+  Time issue;  ///< when the sender issued it (latency starts)
+  Time start;  ///< first byte on the wire (issue + latency + overhead)
+  Time end;    ///< last byte delivered
+};
+
+struct FlowResult {
+  double time_s = 0;
+  std::uint64_t events = 0;
+  std::uint64_t transfers = 0;
+  sim::FlowNetwork::Stats network;
+  std::uint64_t fingerprint = 0;  ///< event-trace fingerprint (Simulator::fingerprint)
+};
+
+struct FlowOptions {
+  CostParams cost;
+  /// Called for every completed transfer, in completion order (may be empty).
+  std::function<void(const TransferRecord&)> on_transfer;
+};
+
+/// Runs the schedule to completion. `op.group` maps schedule ranks to topology devices.
+FlowResult evaluate_flow(const topo::Topology& t, const CollectiveOp& op, const Schedule& s,
+                         const FlowOptions& opts);
+
+}  // namespace shardsim::coll

@@ -1,0 +1,124 @@
+#include <doctest/doctest.h>
+
+#include <map>
+#include <vector>
+
+#include "sim/flow_network.hpp"
+#include "sim/simulator.hpp"
+
+using namespace shardsim;
+using shardsim::sim::FlowNetwork;
+using shardsim::sim::Simulator;
+
+namespace {
+struct Fixture {
+  Simulator sim;
+  FlowNetwork net{sim};
+  std::map<std::uint64_t, double> done_at;  // tag -> seconds
+  Fixture() {
+    net.set_completion_handler([this](std::uint64_t tag) { done_at[tag] = sim.now().to_seconds(); });
+  }
+};
+}  // namespace
+
+TEST_CASE("one flow alone takes bytes / capacity") {
+  Fixture f;
+  auto l = f.net.add_link(1e9);
+  const std::vector<FlowNetwork::LinkIndex> r{l};
+  f.net.start(r, 1e6, 7);
+  f.sim.run();
+  CHECK(f.done_at.at(7) == doctest::Approx(1e-3).epsilon(1e-9));
+}
+
+TEST_CASE("two flows share a link fairly; the survivor speeds up") {
+  // Flow a: 2 MB, flow b: 1 MB, both on a 1 GB/s link from t=0. Each gets 0.5 GB/s until b
+  // ends at 2 ms (1 MB at 0.5 GB/s); a has 1 MB left, alone at 1 GB/s: ends at 3 ms.
+  Fixture f;
+  auto l = f.net.add_link(1e9);
+  const std::vector<FlowNetwork::LinkIndex> r{l};
+  f.net.start(r, 2e6, 1);
+  f.net.start(r, 1e6, 2);
+  f.sim.run();
+  CHECK(f.done_at.at(2) == doctest::Approx(2e-3).epsilon(1e-9));
+  CHECK(f.done_at.at(1) == doctest::Approx(3e-3).epsilon(1e-9));
+}
+
+TEST_CASE("max-min fairness by progressive filling (Bertsekas-Gallager example)") {
+  // Link A cap 1, link B cap 2 (GB/s). f1 on A, f2 on A+B, f3 on B.
+  // Filling: A saturates first at share 0.5 -> f1 = f2 = 0.5; B has 1.5 left for f3.
+  Fixture f;
+  auto a = f.net.add_link(1e9);
+  auto b = f.net.add_link(2e9);
+  const std::vector<FlowNetwork::LinkIndex> r1{a}, r2{a, b}, r3{b};
+  auto f1 = f.net.start(r1, 1e9, 1);
+  auto f2 = f.net.start(r2, 1e9, 2);
+  auto f3 = f.net.start(r3, 1e9, 3);
+  f.sim.run_until(Time::from_ns(1));
+  CHECK(f.net.rate(f1) == doctest::Approx(0.5e9));
+  CHECK(f.net.rate(f2) == doctest::Approx(0.5e9));
+  CHECK(f.net.rate(f3) == doctest::Approx(1.5e9));
+}
+
+TEST_CASE("rates are re-solved transitively: freeing link A changes a flow that never used A") {
+  // A cap 1, B cap 1. h on A, f on A+B, g on B. Shares: A: h=f=0.5; B: g = 0.5 (f took 0.5).
+  // h is tiny and ends first; then f and g split B: 0.5 each -- still 0.5. Make B cap 2:
+  // before: f=0.5 (A-bound), g=1.5. After h ends: A alone for f -> f would take 1 but B
+  // gives f=g=1. g drops from 1.5 to 1.0 though g shares no link with h.
+  Fixture f;
+  auto a = f.net.add_link(1e9);
+  auto b = f.net.add_link(2e9);
+  const std::vector<FlowNetwork::LinkIndex> rh{a}, rf{a, b}, rg{b};
+  f.net.start(rh, 0.5e6, 1);  // at 0.5 GB/s: ends at 1 ms
+  auto ff = f.net.start(rf, 1e9, 2);
+  auto fg = f.net.start(rg, 1e9, 3);
+  f.sim.run_until(Time::from_us(500));
+  CHECK(f.net.rate(fg) == doctest::Approx(1.5e9));
+  f.sim.run_until(Time::from_us(1500));
+  CHECK(f.done_at.at(1) == doctest::Approx(1e-3).epsilon(1e-9));
+  CHECK(f.net.rate(ff) == doctest::Approx(1e9));
+  CHECK(f.net.rate(fg) == doctest::Approx(1e9));
+}
+
+TEST_CASE("n flows on one shared link take n times longer than one") {
+  Fixture f;
+  auto l = f.net.add_link(10e9);
+  const std::vector<FlowNetwork::LinkIndex> r{l};
+  for (std::uint64_t i = 0; i < 16; ++i) f.net.start(r, 1e6, i);
+  f.sim.run();
+  for (std::uint64_t i = 0; i < 16; ++i) CHECK(f.done_at.at(i) == doctest::Approx(16e6 / 10e9).epsilon(1e-9));
+  CHECK(f.net.stats().flows_completed == 16);
+  CHECK(f.net.active_flows() == 0);
+}
+
+TEST_CASE("zero-byte flows and empty routes complete at the current time") {
+  Fixture f;
+  auto l = f.net.add_link(1e9);
+  const std::vector<FlowNetwork::LinkIndex> r{l}, none{};
+  f.sim.schedule_at(Time::from_us(3), [&] {
+    f.net.start(r, 0, 1);
+    f.net.start(none, 1e6, 2);
+  });
+  f.sim.run();
+  CHECK(f.done_at.at(1) == doctest::Approx(3e-6));
+  CHECK(f.done_at.at(2) == doctest::Approx(3e-6));
+  CHECK_THROWS_AS(f.net.add_link(0), std::invalid_argument);
+  CHECK_THROWS_AS(f.net.add_link(-1), std::invalid_argument);
+}
+
+TEST_CASE("flows started from completion callbacks chain correctly") {
+  Simulator sim;
+  FlowNetwork net(sim);
+  auto l = net.add_link(1e9);
+  const std::vector<FlowNetwork::LinkIndex> r{l};
+  int chained = 0;
+  net.set_completion_handler([&](std::uint64_t tag) {
+    if (tag < 9) {
+      net.start(r, 1e6, tag + 1);
+      ++chained;
+    }
+  });
+  net.start(r, 1e6, 0);
+  sim.run();
+  CHECK(chained == 9);
+  CHECK(sim.now().to_seconds() == doctest::Approx(10e-3).epsilon(1e-9));
+}

@@ -1,0 +1,76 @@
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include "sim/error.hpp"
+#include "sim/time.hpp"
+#include "sim/units.hpp"
+
+using namespace shardsim;
+
+TEST_CASE("Time converts at the boundary and rounds to picoseconds") {
+  CHECK(Time::from_us(1.5).ps() == 1'500'000);
+  CHECK(Time::from_ns(936).ps() == 936'000);
+  CHECK(Time::from_seconds(2.0).ps() == 2'000'000'000'000);
+  CHECK(Time::ceil_seconds(1e-12 * 2.2).ps() == 3);
+  CHECK(Time::ceil_seconds(1e-12 * 3.0).ps() == 3);
+  CHECK(fmt::format("{}", Time::from_us(1.5)) == "1.5us");
+  CHECK(fmt::format("{}", Time::from_ps(7)) == "7ps");
+  CHECK_THROWS_AS((void)Time::from_seconds(1e9), std::out_of_range);  // > 106 days
+}
+
+TEST_CASE("sizes: K/M/G are 1024^k, KB/MB/GB 1000^k") {
+  CHECK(units::parse_bytes("64MiB", "--bytes") == 64ull << 20);
+  CHECK(units::parse_bytes("1K", "--bytes") == 1024);
+  CHECK(units::parse_bytes("1G", "--bytes") == 1ull << 30);
+  CHECK(units::parse_bytes("1GB", "--bytes") == 1'000'000'000ull);
+  CHECK(units::parse_bytes("512", "--bytes") == 512);
+  CHECK(units::parse_bytes("1.5KiB", "--bytes") == 1536);
+}
+
+TEST_CASE("rates: bytes and bits") {
+  CHECK(units::parse_rate_Bps("100GB/s", "bw") == doctest::Approx(100e9));
+  CHECK(units::parse_rate_Bps("400Gb/s", "bw") == doctest::Approx(50e9));
+  CHECK(units::parse_rate_Bps("400Gbps", "bw") == doctest::Approx(50e9));
+  CHECK(units::parse_rate_Bps("400Mbit", "bw") == doctest::Approx(50e6));
+  CHECK(units::parse_rate_Bps("50MB/s", "bw") == doctest::Approx(50e6));
+  CHECK(units::parse_seconds("1us", "lat") == doctest::Approx(1e-6));
+  CHECK(units::parse_seconds("936ns", "lat") == doctest::Approx(936e-9));
+}
+
+TEST_CASE("size ranges follow nccl-tests -b/-e/-f") {
+  const auto v = units::parse_size_range("1K:1M:x4", "--bytes");
+  REQUIRE(v.size() == 6);  // 1K 4K 16K 64K 256K 1M
+  CHECK(v.front() == 1024);
+  CHECK(v.back() == 1ull << 20);
+  CHECK(units::parse_size_range("1M:3M:+1M", "--bytes").size() == 3);
+  CHECK(units::parse_size_range("1K,64K", "--bytes") == std::vector<std::uint64_t>{1024, 65536});
+}
+
+TEST_CASE("bad units are errors that name the place, the text and what was expected") {
+  try {
+    (void)units::parse_bytes("64MiBs", "--bytes");
+    FAIL("no throw");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()) ==
+          "--bytes: unknown unit 'MiBs' in '64MiBs'; expected a size such as 64MiB, 1G (K/M/G/T and "
+          "KiB/MiB/GiB/TiB = 1024^k; KB/MB/GB/TB = 1000^k)");
+  }
+  try {
+    (void)units::parse_rate_Bps("0GB/s", "/bw");
+    FAIL("no throw");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()) == "/bw: non-positive rate '0GB/s'; expected a rate greater than zero");
+  }
+  try {
+    (void)units::parse_rate_Bps("-5GB/s", "/bw");
+    FAIL("no throw");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()) == "/bw: non-positive rate '-5GB/s'; expected a rate greater than zero");
+  }
+  CHECK_THROWS_WITH_AS((void)units::parse_seconds("5", "lat"),
+                       "lat: '5' has no unit; expected a time such as 1us, 936ns, 2ms, 0.5s (units ps ns us ms s)",
+                       ConfigError);
+  CHECK_THROWS_AS((void)units::parse_bytes("nan", "x"), ConfigError);
+  CHECK_THROWS_AS((void)units::parse_size_range("1M:1K", "x"), ConfigError);
+  CHECK_THROWS_AS((void)units::parse_size_range("1K:1M:x1", "x"), ConfigError);
+}
