@@ -6,6 +6,7 @@ endif()
 option(SHARDSIM_BUILD_TESTS "Build the doctest suites and register them with CTest" ${_shardsim_top})
 option(SHARDSIM_SANITIZE "Build everything with -fsanitize=address,undefined" OFF)
 option(SHARDSIM_WERROR "Treat warnings as errors" OFF)
+option(SHARDSIM_FUZZ "Build the libFuzzer targets in tests/fuzz (needs clang; see tests/fuzz/run.sh)" OFF)
 set(SHARDSIM_WITH_MPI "AUTO" CACHE STRING "Build the MPI microbenchmark backend (ON, OFF, AUTO)")
 set(SHARDSIM_WITH_NCCL "AUTO" CACHE STRING "Build the NCCL microbenchmark backend (ON, OFF, AUTO)")
 

@@ -18,9 +18,14 @@ function(shardsim_layer name)
   shardsim_warnings(shardsim_${name})
 endfunction()
 
-# shardsim_test(name SOURCES... DEPS...): a doctest executable registered with CTest.
+# shardsim_test(name SOURCES... DEPS... [LABELS ...]): a doctest executable registered with
+# CTest. Label "unit" (the default) runs in the sanitizer configuration too; give slow suites
+# (golden CLI runs, validation against emulated clusters) their own label.
 function(shardsim_test name)
-  cmake_parse_arguments(T "" "" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(T "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  if(NOT T_LABELS)
+    set(T_LABELS unit)
+  endif()
   add_executable(${name} ${PROJECT_SOURCE_DIR}/tests/doctest_main.cpp ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_DEPS} doctest::doctest)
   target_compile_definitions(${name} PRIVATE
@@ -29,4 +34,5 @@ function(shardsim_test name)
     SHARDSIM_BINARY_DIR="${PROJECT_BINARY_DIR}")
   shardsim_warnings(${name})
   add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}")
 endfunction()

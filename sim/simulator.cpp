@@ -14,7 +14,8 @@ EventId Simulator::schedule_at(Time t, UniqueFunction fn) {
 }
 
 bool Simulator::step(Time limit) {
-  if (queue_.empty() || queue_.top_time() > limit) return false;
+  if (queue_.empty()) return false;
+  if (limit != Time::max() && queue_.top_time() > limit) return false;
   auto ev = queue_.pop();
   now_ = ev.time;
   ++events_;

@@ -2,6 +2,7 @@
 // A move-only callable `void()` with a small buffer, so that scheduling a lambda with a
 // few captures does not allocate (STYLE 2, 12). Larger callables go to the heap.
 #include <cstddef>
+#include <cstring>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -46,12 +47,14 @@ class UniqueFunction {
 
  private:
   struct Ops {
+    bool trivial;  // trivially copyable inline callable: relocate by memcpy
     void (*call)(void*);
     void (*move)(void* dst, void* src);  // move-constructs into dst and destroys src
     void (*destroy)(void*);
   };
   template <class D>
   static constexpr Ops inline_ops{
+      std::is_trivially_copyable_v<D>,
       [](void* p) { (*static_cast<D*>(p))(); },
       [](void* dst, void* src) {
         new (dst) D(std::move(*static_cast<D*>(src)));
@@ -60,13 +63,18 @@ class UniqueFunction {
       [](void* p) { static_cast<D*>(p)->~D(); }};
   template <class D>
   static constexpr Ops heap_ops{
+      true,  // relocating the owning pointer is a copy of the pointer
       [](void* p) { (**static_cast<D**>(p))(); },
       [](void* dst, void* src) { *static_cast<D**>(dst) = *static_cast<D**>(src); },
       [](void* p) { delete *static_cast<D**>(p); }};
 
   void take(UniqueFunction& o) noexcept {
     ops_ = o.ops_;
-    if (ops_) ops_->move(buf_, o.buf_);
+    if (ops_ && ops_->trivial) {
+      std::memcpy(buf_, o.buf_, kInline);
+    } else if (ops_) {
+      ops_->move(buf_, o.buf_);
+    }
     o.ops_ = nullptr;
   }
 

@@ -48,8 +48,9 @@ class ShortestPathRouter final : public Router {
     while (!q.empty() && !seen[dst]) {
       const NodeId u = q.front();
       q.pop_front();
-      // Switches forward; devices do not relay traffic for others.
-      if (u != src && t.node(u).kind == NodeKind::device) continue;
+      // Switches forward; devices relay traffic for others only where the topology says
+      // they do (Topology::devices_forward).
+      if (u != src && t.node(u).kind == NodeKind::device && !t.devices_forward) continue;
       for (LinkId l : t.out_links(u)) {
         const NodeId v = t.link(l).dst;
         if (seen[v]) continue;

@@ -68,7 +68,8 @@ class Router {
   [[nodiscard]] virtual std::string name() const = 0;
 };
 
-/// Shortest paths by hop count (breadth-first, Boost.Graph), ties broken by lowest LinkId.
+/// Shortest paths by hop count (breadth-first), ties broken by lowest LinkId. Paths pass
+/// through devices only when Topology::devices_forward is set. O(V + E) per new pair.
 std::shared_ptr<const Router> make_shortest_path_router();
 
 class Topology {
@@ -122,6 +123,14 @@ class Topology {
   /// A ring order over all ranks that keeps neighbours close (torus: boustrophedon snake);
   /// empty means identity.
   std::vector<int> ring_order;
+  /// True when devices forward traffic for others (torus chips route ICI traffic; PXN GPUs
+  /// relay over NVLink to the NIC of another rail). Max-flow bisection (describe.hpp) lets
+  /// flow pass through devices only when this is set.
+  bool devices_forward = false;
+
+  /// Device model the topology implies ("tpu-v3", "h100", ...; presets set it, JSON may set
+  /// it with "device_model"); empty when unknown.
+  std::string device_model;
 
   /// Name (preset name or builder spec) and the effective configuration it came from.
   std::string name;
