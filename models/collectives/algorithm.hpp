@@ -36,6 +36,27 @@ struct ParamInfo {
   std::string key, type, unit, default_value, doc;
 };
 
+/// The data movement of a schedule, unrolled, for checking correctness on small groups
+/// (tests, --explain): the buffer is split into `units` equal units (S / units bytes each);
+/// every transfer names the units it carries. A reducing transfer adds the sender's partial
+/// sums into the receiver's (their contribution sets must be disjoint); a copying one
+/// overwrites the receiver's copy. `owner[u]` is the group rank whose reduce-scatter output
+/// (or all-gather input) holds unit u. Transfers of one step read the state before the step.
+/// Endpoint flags have the meaning of Transfer's (a switch NodeId instead of a group rank).
+struct PlanTransfer {
+  std::uint32_t src = 0;
+  std::uint32_t dst = 0;
+  std::vector<std::uint32_t> units;
+  bool reduce = false;
+  bool src_is_node = false;
+  bool dst_is_node = false;
+};
+struct DataPlan {
+  std::uint32_t units = 0;
+  std::vector<std::uint32_t> owner;
+  std::vector<std::vector<PlanTransfer>> steps;  ///< one entry per unrolled step (repeats expanded)
+};
+
 class Algorithm {
  public:
   virtual ~Algorithm() = default;
@@ -52,6 +73,10 @@ class Algorithm {
   /// Closed form over the bottleneck link class, no contention.
   [[nodiscard]] virtual AnalyticalCost analytical(const topo::Topology& t, const CollectiveOp& op,
                                                   const CostParams& p) const = 0;
+  /// The unrolled data movement of build() (same steps, same transfers, same bytes, in the
+  /// same order per step), for correctness checks. O(steps x n x units per transfer): meant
+  /// for groups of at most a few hundred ranks.
+  [[nodiscard]] virtual DataPlan data_plan(const topo::Topology& t, const CollectiveOp& op) const = 0;
 };
 
 /// All registered algorithms, in registration order.
@@ -60,16 +85,29 @@ const std::vector<std::unique_ptr<Algorithm>>& algorithms();
 const Algorithm& find_algorithm(const std::string& name, OpKind op, const std::string& where);
 
 /// Bandwidth lower bound (DESIGN 2): all-reduce 2(n-1)/n S/B_inj, reduce-scatter, all-gather
-/// (n-1)/n S/B_inj, all-to-all (n-1)/n S/B_inj, broadcast S/B_inj; B_inj = the smallest
-/// injection bandwidth over the group's devices.
+/// (n-1)/n S/B_inj, all-to-all (n-1)/n S/B_inj; B_inj = the smallest injection bandwidth
+/// over the group's devices; 0 for n = 1 (Patarasuk and Yuan 2009, "Bandwidth optimal
+/// all-reduce algorithms for clusters of workstations", JPDC 69(2), sec. 3).
+/// Broadcast and reduce: S/B_inj (a non-root rank must receive, or send, all S bytes).
+/// All-reduce with a switch that has in_network_reduction: S/B_inj (every rank must still
+/// receive the S reduced bytes; the switch removes the factor 2(n-1)/n).
+/// Throws ConfigError for an invalid group (see validate_op).
 double lower_bound_s(const topo::Topology& t, const CollectiveOp& op);
+
+/// Checks the op against the topology; throws ConfigError("collective group", ...) for an
+/// empty group, a rank that is not a device of the topology, a repeated rank, or a root
+/// outside the group.
+void validate_op(const topo::Topology& t, const CollectiveOp& op);
 
 struct AutoChoice {
   const Algorithm* algorithm = nullptr;
   AnalyticalCost cost;
   std::string why;  ///< "ring: 1.2 ms, torus-2d: 0.7 ms (chosen), hierarchical: n/a (...)"
 };
-/// Picks the applicable algorithm with the smallest analytical time.
+/// Picks the applicable algorithm with the smallest analytical time (ties: registration
+/// order). `why` lists every algorithm that implements the op, in registration order, as
+/// "name: <time>" or "name: n/a (<reason>)", the chosen one marked " (chosen)". Throws
+/// ConfigError when no algorithm applies (the message carries `why`).
 AutoChoice choose_auto(const topo::Topology& t, const CollectiveOp& op, const CostParams& p);
 
 }  // namespace shardsim::coll

@@ -33,10 +33,19 @@ struct CollectiveOp {
 };
 
 /// One transfer of a step: group indices, bytes.
+///
+/// In-network reduction (NVLink SHARP / IB SHARP): when `src_is_node` (or `dst_is_node`) is
+/// set, src (dst) is a topology NodeId of a switch with in_network_reduction, not a group
+/// index. The switch follows the same rank-local barrier rule as a rank: it starts its sends
+/// of step k once every transfer of step k-1 in which it is source or destination has
+/// completed, so it multicasts the reduced buffer only after all contributions arrived. The
+/// switch's own reduction is free (line rate, as NVLS and SHARP do it in the switch ASIC).
 struct Transfer {
   std::uint32_t src = 0;
   std::uint32_t dst = 0;
   double bytes = 0;
+  bool src_is_node = false;
+  bool dst_is_node = false;
 };
 
 /// A set of transfers that may run concurrently. Dependency rule (rank-local barrier): a

@@ -1,0 +1,14 @@
+// Kineto / PyTorch profiler Chrome traces (optionally gzip), then the native mapping.
+#include "fuzz_common.hpp"
+#include "traces/importers/input.hpp"
+#include "traces/importers/kineto.hpp"
+#include "traces/importers/native.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace shardsim::importers;
+  return shardsim::fuzz::expect_config_errors_only([&] {
+    std::string text(shardsim::fuzz::as_text(data, size));
+    if (is_gzip(text)) text = gunzip(text, "fuzz.json.gz", 1 << 22);
+    (void)to_native(decode_kineto(text, "fuzz.json"), {});
+  });
+}
