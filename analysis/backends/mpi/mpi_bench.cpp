@@ -1,0 +1,221 @@
+// shardsim-mpi-bench: an OpenMPI microbenchmark in the manner of nccl-tests and the OSU
+// micro-benchmarks. For each collective and size: `warmup` untimed calls, a barrier, `iters`
+// timed calls; the time is the mean per call of the slowest rank (MPI_Allreduce MAX of the
+// per-rank means, as nccl-tests reports the slowest rank). Point-to-point kinds run between
+// rank 0 and --peer while the other ranks wait at the barrier:
+//   pingpong: 0 sends, peer echoes; time = round trip / 2 (osu_latency.c);
+//   exchange: 0 and peer MPI_Sendrecv S bytes each way at once (osu_bibw, window 1).
+// The OpenMPI algorithm is chosen by the launcher (--mca coll_tuned_*_algorithm); --algorithm
+// only labels the records. Rank 0 prints an nccl-tests-like table and appends JSONL records
+// (traces/logs/record.hpp) to --jsonl.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "analysis/backends/mpi/bench_math.hpp"
+#include "sim/units.hpp"
+#include "traces/logs/record.hpp"
+
+namespace {
+
+struct Options {
+  std::string collectives = "allreduce";
+  std::string min_bytes = "1M", max_bytes = "8M", step_bytes = "0";
+  std::uint64_t factor = 2;
+  int warmup = 2, iters = 10, peer = 1;
+  std::string algorithm, jsonl, topology_file, source = "shardsim-mpi-bench";
+  int crash_rank = -1, hang_rank = -1;  // failure injection for the launcher tests
+};
+
+// A barrier that sleeps between tests instead of spinning: ranks idle during a point-to-point
+// test must not take CPU from the two that measure (2 cores, oversubscribed).
+void gentle_barrier() {
+  MPI_Request req = MPI_REQUEST_NULL;
+  MPI_Ibarrier(MPI_COMM_WORLD, &req);
+  int done = 0;
+  while (!done) {
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (!done) ::usleep(200);
+  }
+}
+
+double time_collective(const std::string& coll, std::uint64_t bytes, int rank, int n, int peer, int warmup, int iters,
+                       std::vector<float>& a, std::vector<float>& b) {
+  const auto count = static_cast<int>(shardsim::bench::call_count(coll, bytes, n, sizeof(float)));
+  const auto one = [&] {
+    if (coll == "allreduce") {
+      MPI_Allreduce(a.data(), b.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    } else if (coll == "reducescatter") {
+      MPI_Reduce_scatter_block(a.data(), b.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    } else if (coll == "allgather") {
+      MPI_Allgather(a.data(), count, MPI_FLOAT, b.data(), count, MPI_FLOAT, MPI_COMM_WORLD);
+    } else if (coll == "pingpong") {
+      if (rank == 0) {
+        MPI_Send(a.data(), count, MPI_FLOAT, peer, 1, MPI_COMM_WORLD);
+        MPI_Recv(b.data(), count, MPI_FLOAT, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      } else if (rank == peer) {
+        MPI_Recv(b.data(), count, MPI_FLOAT, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(b.data(), count, MPI_FLOAT, 0, 1, MPI_COMM_WORLD);
+      }
+    } else if (coll == "exchange") {
+      if (rank == 0 || rank == peer) {
+        MPI_Sendrecv(a.data(), count, MPI_FLOAT, rank == 0 ? peer : 0, 2, b.data(), count, MPI_FLOAT,
+                     rank == 0 ? peer : 0, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      }
+    }
+  };
+  const bool p2p = coll == "pingpong" || coll == "exchange";
+  const bool idle = p2p && rank != 0 && rank != peer;
+  gentle_barrier();
+  if (!idle) {
+    for (int i = 0; i < warmup; ++i) one();
+  }
+  gentle_barrier();
+  double dt = 0;
+  if (!idle) {
+    const double t0 = MPI_Wtime();
+    for (int i = 0; i < iters; ++i) one();
+    dt = (MPI_Wtime() - t0) / iters;
+  }
+  if (coll == "pingpong") dt /= 2;  // one way = half the round trip
+  double worst = 0;
+  MPI_Allreduce(&dt, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return p2p ? dt : worst;
+}
+
+int run(const Options& o, int rank, int n) {
+  namespace u = shardsim::units;
+  std::vector<std::string> colls;
+  std::stringstream ss(o.collectives);
+  for (std::string c; std::getline(ss, c, ',');) {
+    const auto canon = shardsim::logs::canonical_collective(c);
+    if (!canon || (*canon != "allreduce" && *canon != "reducescatter" && *canon != "allgather" &&
+                   *canon != "pingpong" && *canon != "exchange")) {
+      if (rank == 0) fmt::print(stderr, "shardsim-mpi-bench: unknown collective '{}' (allreduce, reducescatter, allgather, pingpong, exchange)\n", c);
+      return 2;
+    }
+    colls.push_back(*canon);
+  }
+  const bool p2p_needed = o.peer < 1 || o.peer >= n;
+  std::vector<std::uint64_t> sizes;
+  try {
+    sizes = shardsim::bench::size_list(u::parse_bytes(o.min_bytes, "-b"), u::parse_bytes(o.max_bytes, "-e"), o.factor,
+                                       u::parse_bytes(o.step_bytes, "-i"));
+  } catch (const std::exception& e) {
+    if (rank == 0) fmt::print(stderr, "shardsim-mpi-bench: {}\n", e.what());
+    return 2;
+  }
+  nlohmann::json topology;
+  if (!o.topology_file.empty()) {
+    std::ifstream in(o.topology_file);
+    try {
+      topology = nlohmann::json::parse(in);
+    } catch (const std::exception& e) {
+      if (rank == 0) fmt::print(stderr, "shardsim-mpi-bench: {}: {}\n", o.topology_file, e.what());
+      return 2;
+    }
+  }
+  std::vector<char> host(MPI_MAX_PROCESSOR_NAME + 1, '\0');
+  int len = 0;
+  MPI_Get_processor_name(host.data(), &len);
+  const std::uint64_t max_size = sizes.back();
+  std::vector<float> a(max_size / sizeof(float) + 1, 1.0f), b(max_size / sizeof(float) + 1, 0.0f);
+  std::ofstream jsonl;
+  if (rank == 0 && !o.jsonl.empty()) {
+    jsonl.open(o.jsonl, std::ios::app);
+    if (!jsonl) {
+      fmt::print(stderr, "shardsim-mpi-bench: cannot open {} for writing\n", o.jsonl);
+      return 2;
+    }
+  }
+  const std::string date = shardsim::logs::utc_now_iso8601();
+  for (const auto& coll : colls) {
+    const bool p2p = coll == "pingpong" || coll == "exchange";
+    if (p2p && p2p_needed) {
+      if (rank == 0) fmt::print(stderr, "shardsim-mpi-bench: --peer {} needs 1 <= peer < {} ranks\n", o.peer, n);
+      return 2;
+    }
+    if (rank == 0) {
+      fmt::print("# shardsim-mpi-bench collective: {}  algorithm: {}  ranks: {}{}  warmup: {}  iters: {}\n", coll,
+                 o.algorithm.empty() ? "default" : o.algorithm, n, p2p ? fmt::format("  peer: {}", o.peer) : "",
+                 o.warmup, o.iters);
+      fmt::print("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>9}  {:>8}  {:>8}\n", "size", "count", "type", "redop", "root",
+                 "time", "algbw", "busbw");
+      fmt::print("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>9}  {:>8}  {:>8}\n", "(B)", "(elements)", "", "", "", "(us)",
+                 "(GB/s)", "(GB/s)");
+    }
+    for (const auto s : sizes) {
+      const std::uint64_t eff = shardsim::bench::effective_bytes(coll, s, n, sizeof(float));
+      const double t_us = 1e6 * time_collective(coll, s, rank, n, o.peer, o.warmup, o.iters, a, b);
+      if (rank != 0) continue;
+      shardsim::logs::BenchRecord r;
+      r.source = o.source;
+      r.host = host.data();
+      r.date = date;
+      r.backend = "mpi";
+      r.collective = coll;
+      if (!o.algorithm.empty() && !p2p) r.algorithm = o.algorithm;
+      r.ranks = n;  // point-to-point records keep the job size; peer names the other end
+      r.bytes = eff;
+      r.dtype = "float";
+      r.time_us = t_us;
+      r.algbw_GBps = shardsim::bench::algbw_GBps(eff, t_us);
+      r.busbw_GBps = r.algbw_GBps * shardsim::logs::busbw_factor(coll, r.ranks);
+      r.topology = topology;
+      if (p2p) r.peer = o.peer;
+      fmt::print("  {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>9.1f}  {:>8.4f}  {:>8.4f}\n", eff,
+                 shardsim::bench::call_count(coll, s, n, sizeof(float)), "float", p2p ? "none" : "sum", -1, t_us,
+                 r.algbw_GBps, r.busbw_GBps);
+      if (jsonl.is_open()) jsonl << shardsim::logs::to_json(r).dump() << '\n' << std::flush;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, n = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  Options o;
+  CLI::App app{"shardsim-mpi-bench: MPI collective and point-to-point microbenchmark (nccl-tests style)"};
+  app.add_option("-c,--collective", o.collectives, "Comma list: allreduce, reducescatter, allgather, pingpong, exchange");
+  app.add_option("-b,--minbytes", o.min_bytes, "Smallest size (K/M/G = 1024^k)");
+  app.add_option("-e,--maxbytes", o.max_bytes, "Largest size");
+  app.add_option("-f,--stepfactor", o.factor, "Size factor between steps (> 1), else -i");
+  app.add_option("-i,--stepbytes", o.step_bytes, "Size increment when -f is 1");
+  app.add_option("-w,--warmup_iters", o.warmup, "Untimed calls per size")->check(CLI::Range(0, 1000000));
+  app.add_option("-n,--iters", o.iters, "Timed calls per size")->check(CLI::Range(1, 1000000));
+  app.add_option("-p,--peer", o.peer, "Other rank of point-to-point tests (rank 0 is one end)");
+  app.add_option("-a,--algorithm", o.algorithm, "Algorithm label written into the records");
+  app.add_option("-o,--jsonl", o.jsonl, "Append JSONL records here (rank 0)");
+  app.add_option("-t,--topology", o.topology_file, "Topology JSON to embed into the records");
+  app.add_option("--source", o.source, "Source label of the records");
+  app.add_option("--crash-rank", o.crash_rank, "Testing: this rank aborts at start")->group("");
+  app.add_option("--hang-rank", o.hang_rank, "Testing: this rank never returns")->group("");
+  int rc = 0;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (rank == 0) rc = app.exit(e);
+    MPI_Finalize();
+    return rc == 0 ? 0 : 2;
+  }
+  if (rank == o.crash_rank) std::abort();
+  if (rank == o.hang_rank) {
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  rc = run(o, rank, n);
+  if (rc != 0) MPI_Abort(MPI_COMM_WORLD, rc);
+  MPI_Finalize();
+  return rc;
+}

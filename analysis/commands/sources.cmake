@@ -1,0 +1,3 @@
+list(APPEND SHARDSIM_ANALYSIS_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/collective_run.cpp
+)

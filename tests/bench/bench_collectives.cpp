@@ -1,0 +1,53 @@
+// Flow-simulation figures (issue 2): ring all-reduce of 1 GiB over 1,024 chips of a 32x32
+// torus (target < 1 s), over 16,384 ranks of a 128x128 torus (target < 60 s and < 4 GiB),
+// and over 512 GPUs of a rail-optimized cluster with a 2:1 oversubscribed spine (< 5 s).
+#include <fmt/format.h>
+
+#include <numeric>
+
+#include "bench.hpp"
+#include "models/collectives/algorithm.hpp"
+#include "models/collectives/flow_eval.hpp"
+#include "topologies/load.hpp"
+
+namespace shardsim::bench {
+namespace {
+
+void run_one(const std::string& label, const std::string& spec, const std::string& algorithm, std::uint64_t bytes,
+             double target_s) {
+  Stopwatch build;
+  topo::Topology t = topo::make_topology(spec, "bench");
+  coll::CollectiveOp op;
+  op.kind = coll::OpKind::allreduce;
+  op.size_bytes = bytes;
+  op.group.resize(t.num_devices());
+  std::iota(op.group.begin(), op.group.end(), 0);
+  const coll::CostParams p;
+  const auto& algo = coll::find_algorithm(algorithm, op.kind, "bench");
+  const coll::Schedule s = algo.build(t, op, p);
+  const double build_s = build.seconds();
+  Stopwatch sw;
+  const auto r = coll::evaluate_flow(t, op, s, {});
+  const double wall = sw.seconds();
+  const double analytical = algo.analytical(t, op, p).time_s;
+  fmt::print(
+      "{}: {} ranks, simulated {:.6g} s (analytical {:.6g} s), wall {:.3f} s (+{:.3f} s setup; target < {} s), "
+      "{} events = {:.2f} M events/s, {} flows = {:.2f} M flow completions/s, peak RSS {:.0f} MiB\n",
+      label, t.num_devices(), r.time_s, analytical, wall, build_s, target_s, r.events,
+      static_cast<double>(r.events) / wall / 1e6, r.network.flows_completed,
+      static_cast<double>(r.network.flows_completed) / wall / 1e6, peak_rss_mib());
+}
+
+}  // namespace
+
+void bench_collectives(bool large) {
+  run_one("ring all-reduce 1 GiB, 32x32 torus", "torus:dims=32x32,bw=100GB/s,lat=1us", "ring", 1ull << 30, 1.0);
+  run_one("ring all-reduce 1 GiB, 512 GPUs rail-optimized, 2:1 spine",
+          "rail_optimized:nodes=64,gpus_per_node=8,nvlink_bw=450GB/s,nic_bw=400Gb/s,oversubscription=2,lat=1us",
+          "ring", 1ull << 30, 5.0);
+  if (large) {
+    run_one("ring all-reduce 1 GiB, 128x128 torus", "torus:dims=128x128,bw=100GB/s,lat=1us", "ring", 1ull << 30, 60.0);
+  }
+}
+
+}  // namespace shardsim::bench

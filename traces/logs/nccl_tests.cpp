@@ -1,0 +1,323 @@
+// nccl-tests stdout and -J JSON parsers (contract in parse.hpp).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "sim/error.hpp"
+#include "traces/logs/parse.hpp"
+#include "traces/logs/parse_util.hpp"
+
+namespace shardsim::logs {
+namespace {
+
+// Strips launcher prefixes: srun --label "0: " / " 12: " and mpirun --tag-output
+// "[1,0]<stdout>:" / "[1,0]<stderr>:".
+std::string_view strip_launcher_prefix(std::string_view s) {
+  if (!s.empty() && s.front() == '[') {
+    const auto close = s.find("]<std");
+    if (close != std::string_view::npos) {
+      const auto colon = s.find(">:", close);
+      if (colon != std::string_view::npos) return s.substr(colon + 2);
+    }
+  }
+  size_t i = 0;
+  while (i < s.size() && s[i] == ' ') ++i;
+  size_t j = i;
+  while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
+  if (j > i && j + 1 < s.size() + 1 && j < s.size() && s[j] == ':' && (j + 1 == s.size() || s[j + 1] == ' ')) {
+    return s.substr(std::min(j + 2, s.size()));
+  }
+  return s;
+}
+
+struct Layout {
+  size_t columns = 13;  // modern nccl-tests: size count type redop root + 2 x (time algbw busbw #wrong)
+  size_t size = 0, type = 2, time = 5, algbw = 6, busbw = 7;
+  size_t in_time = 9, in_algbw = 10, in_busbw = 11;
+  bool from_header = false;
+};
+
+// Builds the layout from "#       size         count      type   redop    root     time ..."
+std::optional<Layout> layout_from_header(const std::vector<std::string_view>& tok) {
+  if (tok.size() < 4 || tok[0] != "size") return std::nullopt;
+  Layout l;
+  l.columns = tok.size();
+  l.from_header = true;
+  std::vector<size_t> times, algbws, busbws;
+  for (size_t i = 0; i < tok.size(); ++i) {
+    if (tok[i] == "type") l.type = i;
+    if (tok[i] == "time" || tok[i] == "cputime") times.push_back(i);
+    if (tok[i] == "algbw") algbws.push_back(i);
+    if (tok[i] == "busbw") busbws.push_back(i);
+  }
+  if (times.empty() || algbws.empty() || busbws.empty()) return std::nullopt;
+  l.time = times[0];
+  l.algbw = algbws[0];
+  l.busbw = busbws[0];
+  l.in_time = times.size() > 1 ? times[1] : times[0];
+  l.in_algbw = algbws.size() > 1 ? algbws[1] : algbws[0];
+  l.in_busbw = busbws.size() > 1 ? busbws[1] : busbws[0];
+  return l;
+}
+
+struct Pending {
+  std::uint64_t bytes = 0;
+  std::string dtype;
+  double time_us = 0, algbw = 0, busbw = 0;
+  int line = 0;
+};
+
+int solve_ranks(const std::string& coll, const std::vector<Pending>& rows, const std::string& where) {
+  const Pending* best = nullptr;
+  for (const auto& r : rows) {
+    if (r.algbw > 0 && (!best || r.algbw > best->algbw)) best = &r;
+  }
+  const std::string expected = "a '#  Rank' device list in the log, or --ranks";
+  if (!best || is_point_to_point(coll) || coll == "broadcast" || coll == "reduce") {
+    throw ConfigError(where, "the number of ranks is not in the log and cannot be solved from busbw/algbw", expected);
+  }
+  const double f = best->busbw / best->algbw;
+  double n = 0;
+  if (coll == "allreduce" && f < 2) n = 2.0 / (2.0 - f);
+  if (coll != "allreduce" && f < 1) n = 1.0 / (1.0 - f);
+  if (!(n >= 1.5) || !std::isfinite(n) || n > 1e6) {
+    throw ConfigError(where, fmt::format("busbw/algbw = {:.4f} gives no rank count", f), expected);
+  }
+  return static_cast<int>(std::lround(n));
+}
+
+void check_bandwidth(double logged, double computed, const std::string& column, const std::string& where) {
+  // The log prints bandwidth with 2 decimals (or fewer significant digits when large,
+  // nccl-tests getFloatStr), and time with 4-5 significant digits: allow both roundings.
+  if (std::fabs(logged - computed) > 0.006 + 0.002 * computed) {
+    throw ConfigError(where, fmt::format("{} {} disagrees with size/time = {:.4f} GB/s", column, logged, computed),
+                      "a consistent row (size, time, algbw, busbw)");
+  }
+}
+
+std::vector<BenchRecord> finish(const std::string& name, const std::string& coll, std::optional<int> ranks,
+                                const std::vector<Pending>& rows, const std::set<std::string>& hosts,
+                                const std::map<std::string, int>& per_host, const ParseOptions& o,
+                                const std::string& host, const std::string& date, const std::string& backend,
+                                bool check_bw) {
+  std::vector<BenchRecord> out;
+  if (rows.empty()) return out;
+  const int n = o.ranks ? *o.ranks : ranks ? *ranks : solve_ranks(coll, rows, fmt::format("{}:{}", name, rows.back().line));
+  std::optional<int> rpn = o.ranks_per_node;
+  if (!rpn && !per_host.empty()) {
+    int mx = 0;
+    for (const auto& [h, c] : per_host) mx = std::max(mx, c);
+    rpn = mx;
+  }
+  const double factor = busbw_factor(coll, n);
+  for (const auto& p : rows) {
+    BenchRecord r;
+    r.source = name;
+    r.host = !host.empty() ? host : !hosts.empty() ? *hosts.begin() : o.host;
+    r.date = !date.empty() ? date : o.date;
+    r.backend = backend;
+    r.collective = coll;
+    r.ranks = n;
+    r.ranks_per_node = rpn;
+    r.bytes = p.bytes;
+    r.dtype = p.dtype;
+    r.time_us = p.time_us;
+    r.algbw_GBps = p.time_us > 0 ? static_cast<double>(p.bytes) / (p.time_us * 1e3) : 0;
+    r.busbw_GBps = r.algbw_GBps * factor;
+    r.topology = o.topology;
+    const std::string where = fmt::format("{}:{}", name, p.line);
+    if (check_bw) {
+      check_bandwidth(p.algbw, r.algbw_GBps, "algbw", where);
+      check_bandwidth(p.busbw, r.busbw_GBps, fmt::format("busbw (for {} ranks)", n), where);
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::string collective_or_throw(std::string_view program, const std::string& where) {
+  const auto c = collective_from_nccl_binary(program);
+  if (!c) {
+    throw ConfigError(where, fmt::format("unknown collective '{}'", program),
+                      "an nccl-tests binary: all_reduce_perf, reduce_scatter_perf, all_gather_perf, broadcast_perf, "
+                      "reduce_perf, alltoall_perf, sendrecv_perf");
+  }
+  return *c;
+}
+
+}  // namespace
+
+std::optional<std::string> collective_from_nccl_binary(std::string_view binary) {
+  const auto slash = binary.rfind('/');
+  if (slash != std::string_view::npos) binary.remove_prefix(slash + 1);
+  static const std::array<std::pair<std::string_view, std::string_view>, 7> kBinaries{{
+      {"all_reduce_perf", "allreduce"}, {"reduce_scatter_perf", "reducescatter"}, {"all_gather_perf", "allgather"},
+      {"broadcast_perf", "broadcast"},  {"reduce_perf", "reduce"},               {"alltoall_perf", "alltoall"},
+      {"sendrecv_perf", "sendrecv"},
+  }};
+  for (const auto& [bin, coll] : kBinaries) {
+    if (binary == bin) return std::string(coll);
+  }
+  return std::nullopt;
+}
+
+std::vector<BenchRecord> parse_nccl_tests_text(std::string_view text, const std::string& name, const ParseOptions& o) {
+  std::optional<std::string> coll = o.collective;
+  if (coll) coll = canonical_or_throw(*coll, "--collective");
+  Layout layout;
+  std::vector<Pending> rows;
+  std::set<std::string> hosts;
+  std::map<std::string, int> per_host;
+  int rank_lines = 0;
+  int lineno = 0;
+  std::string file_coll;
+  for (const auto& [bin, c] : {std::pair{"all_reduce_perf", "allreduce"}, {"reduce_scatter_perf", "reducescatter"},
+                               {"all_gather_perf", "allgather"}, {"broadcast_perf", "broadcast"},
+                               {"alltoall_perf", "alltoall"}, {"sendrecv_perf", "sendrecv"}, {"reduce_perf", "reduce"}}) {
+    if (file_coll.empty() && base_name(name).find(bin) != std::string::npos) file_coll = c;
+  }
+  for (std::string_view raw : split_lines(text)) {
+    ++lineno;
+    const std::string where = fmt::format("{}:{}", name, lineno);
+    const std::string_view line = trim(strip_launcher_prefix(raw));
+    if (line.empty() || line == "...") continue;
+    if (line.front() == '#') {
+      const std::string_view body = trim(line.substr(1));
+      constexpr std::string_view kStart = "Collective test starting:";
+      if (body.starts_with(kStart)) {
+        const std::string c = collective_or_throw(trim(body.substr(kStart.size())), where);
+        if (!o.collective) coll = c;
+        continue;
+      }
+      const auto tok = tokens(body);
+      if (tok.size() >= 6 && tok[0] == "Rank" && tok[2] == "Group") {
+        ++rank_lines;
+        for (size_t i = 0; i + 1 < tok.size(); ++i) {
+          if (tok[i] == "on") {
+            hosts.insert(std::string(tok[i + 1]));
+            ++per_host[std::string(tok[i + 1])];
+            break;
+          }
+        }
+        continue;
+      }
+      if (auto l = layout_from_header(tok)) layout = *l;
+      continue;
+    }
+    const auto tok = tokens(line);
+    if (!starts_with_number(tok[0])) continue;  // launcher or NCCL INFO noise
+    if (tok.size() != layout.columns) {
+      throw ConfigError(where, fmt::format("a row of {} columns", tok.size()),
+                        fmt::format("{} columns as in the {} (truncated or corrupted row?)", layout.columns,
+                                    layout.from_header ? "column header" : "nccl-tests layout"));
+    }
+    if (!coll) {
+      if (file_coll.empty()) {
+        throw ConfigError(where, "a result row but no collective named (no '# Collective test starting' line)",
+                          "a log that names its nccl-tests binary, a file named after it, or --collective");
+      }
+      coll = file_coll;
+    }
+    Pending p;
+    p.line = lineno;
+    p.bytes = parse_uint(tok[layout.size], "size", where);
+    p.dtype = std::string(tok[layout.type]);
+    p.time_us = parse_finite(tok[o.in_place ? layout.in_time : layout.time], "time", where);
+    p.algbw = parse_finite(tok[o.in_place ? layout.in_algbw : layout.algbw], "algbw", where);
+    p.busbw = parse_finite(tok[o.in_place ? layout.in_busbw : layout.busbw], "busbw", where);
+    rows.push_back(std::move(p));
+  }
+  if (rows.empty()) {
+    throw ConfigError(name, "no result rows", "an nccl-tests log with at least one row");
+  }
+  std::optional<int> ranks;
+  if (rank_lines > 0) ranks = rank_lines;
+  return finish(name, *coll, ranks, rows, hosts, per_host, o, "", "", "nccl-tests", true);
+}
+
+std::vector<BenchRecord> parse_nccl_tests_json(std::string_view text, const std::string& name, const ParseOptions& o) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError(name, fmt::format("invalid JSON ({})", e.what()), "an nccl-tests -J report");
+  }
+  const auto ptr_where = [&](const std::string& p) { return fmt::format("{}#{}", name, p); };
+  if (!j.is_object() || !j.contains("results") || !j["results"].is_array()) {
+    throw ConfigError(ptr_where("/results"), "no results list", "an nccl-tests -J report (version 2)");
+  }
+  std::string coll;
+  if (o.collective) {
+    coll = canonical_or_throw(*o.collective, "--collective");
+  } else {
+    if (!j.contains("args") || !j["args"].is_array() || j["args"].empty() || !j["args"][0].is_string()) {
+      throw ConfigError(ptr_where("/args/0"), "no program name", "the nccl-tests binary in args[0], or --collective");
+    }
+    coll = collective_or_throw(j["args"][0].get<std::string>(), ptr_where("/args/0"));
+  }
+  std::set<std::string> hosts;
+  std::map<std::string, int> per_host;
+  std::optional<int> ranks;
+  if (j.contains("config") && j["config"].is_object() && j["config"].contains("devices") &&
+      j["config"]["devices"].is_array()) {
+    const auto& devs = j["config"]["devices"];
+    ranks = static_cast<int>(devs.size());
+    for (const auto& d : devs) {
+      if (d.contains("hostname") && d["hostname"].is_string()) {
+        hosts.insert(d["hostname"].get<std::string>());
+        ++per_host[d["hostname"].get<std::string>()];
+      }
+    }
+  }
+  std::string date;
+  if (j.contains("start_time") && j["start_time"].is_string()) date = j["start_time"].get<std::string>();
+  std::vector<Pending> rows;
+  const auto& res = j["results"];
+  for (size_t i = 0; i < res.size(); ++i) {
+    const std::string base = fmt::format("/results/{}", i);
+    const auto& r = res[i];
+    const char* side = o.in_place ? "in_place" : "out_of_place";
+    if (!r.is_object() || !r.contains("size") || !r["size"].is_number_unsigned()) {
+      throw ConfigError(ptr_where(base + "/size"), "no size", "an unsigned byte count");
+    }
+    if (!r.contains(side) || !r[side].is_object()) {
+      throw ConfigError(ptr_where(base + "/" + side), "no measurement", "an object with time, alg_bw, bus_bw");
+    }
+    const auto& m = r[side];
+    const auto num = [&](const char* key) {
+      const std::string w = ptr_where(base + "/" + side + "/" + key);
+      if (!m.contains(key)) throw ConfigError(w, "missing", "a finite number");
+      if (m[key].is_string()) return parse_finite(m[key].get<std::string>(), key, w);
+      if (!m[key].is_number()) throw ConfigError(w, m[key].dump(), "a finite number");
+      const double v = m[key].get<double>();
+      if (!std::isfinite(v) || v < 0) throw ConfigError(w, m[key].dump(), "a finite number >= 0");
+      return v;
+    };
+    Pending p;
+    p.line = static_cast<int>(i);
+    p.bytes = r["size"].get<std::uint64_t>();
+    p.dtype = r.contains("type") && r["type"].is_string() ? r["type"].get<std::string>() : "float";
+    p.time_us = m.contains("cpu_time") ? num("cpu_time") : num("time");
+    p.algbw = num("alg_bw");
+    p.busbw = num("bus_bw");
+    rows.push_back(p);
+  }
+  if (rows.empty()) throw ConfigError(ptr_where("/results"), "an empty results list", "at least one result");
+  // JSON values carry 6 decimals (%lf): the logged bandwidths are not re-checked beyond that.
+  auto out = finish(name, coll, ranks, rows, hosts, per_host, o, "", date, "nccl-tests", false);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const std::string w = ptr_where(fmt::format("/results/{}", i));
+    if (std::fabs(rows[i].algbw - out[i].algbw_GBps) > 1e-3 + 1e-3 * out[i].algbw_GBps) {
+      throw ConfigError(w, fmt::format("alg_bw {} disagrees with size/time = {:.6f} GB/s", rows[i].algbw, out[i].algbw_GBps),
+                        "a consistent result (size, time, alg_bw)");
+    }
+  }
+  return out;
+}
+
+}  // namespace shardsim::logs
