@@ -7,16 +7,22 @@
 
 namespace shardsim::sim {
 
-int EventQueue::bucket_of(std::int64_t t) const {
-  if (t == last_) return 0;
-  const auto diff = static_cast<std::uint64_t>(t) ^ static_cast<std::uint64_t>(last_);
-  return 64 - std::countl_zero(diff);
+void EventQueue::place(Key&& k) {
+  if (k.t == last_) {
+    now_.push_back(std::move(k));
+    return;
+  }
+  const auto diff = static_cast<std::uint64_t>(k.t ^ last_);
+  const int level = (63 - std::countl_zero(diff)) / 8;
+  const auto v = static_cast<unsigned>((static_cast<std::uint64_t>(k.t) >> (8 * level)) & 0xffu);
+  buckets_[level][v].push_back(std::move(k));
+  mask_[level][v >> 6] |= 1ull << (v & 63);
 }
 
 EventId EventQueue::push(Time t, UniqueFunction fn) {
   if (t.ps() < last_) throw std::logic_error("event queue: push before the last popped time");
   const std::uint64_t seq = next_seq_++;
-  buckets_[bucket_of(t.ps())].push_back(Key{t.ps(), seq, std::move(fn)});
+  place(Key{t.ps(), seq, std::move(fn)});
   ++live_;
   return EventId{seq};
 }
@@ -38,62 +44,78 @@ bool EventQueue::take_cancelled(const Key& k) {
   return true;
 }
 
+bool EventQueue::lowest_bucket(int& level, unsigned& v) const {
+  for (int L = 0; L < kLevels; ++L) {
+    for (unsigned w = 0; w < 4; ++w) {
+      if (mask_[L][w] != 0) {
+        level = L;
+        v = 64 * w + static_cast<unsigned>(std::countr_zero(mask_[L][w]));
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 void EventQueue::settle_front() {
-  auto& b0 = buckets_[0];
   for (;;) {
-    while (head_ < b0.size()) {
-      if (!take_cancelled(b0[head_])) return;
-      b0[head_].fn.reset();  // cancelled: drop the key and its callback
+    while (head_ < now_.size()) {
+      if (!take_cancelled(now_[head_])) return;
+      now_[head_].fn.reset();  // cancelled: drop the key and its callback
       ++head_;
     }
-    b0.clear();
+    now_.clear();
     head_ = 0;
-    int i = 1;
-    while (i < kBuckets && buckets_[i].empty()) ++i;
-    if (i == kBuckets) return;  // empty
-    auto& src = buckets_[i];
+    int level = 0;
+    unsigned v = 0;
+    if (!lowest_bucket(level, v)) return;  // empty
+    auto& src = buckets_[level][v];
+    mask_[level][v >> 6] &= ~(1ull << (v & 63));
     // The minimum may belong to a cancelled event: harmless, its key is dropped at the front
-    // of bucket 0 and every live event is later still.
+    // of the now bucket and every live event is later still.
     std::int64_t m = std::numeric_limits<std::int64_t>::max();
     for (const Key& k : src) m = std::min(m, k.t);
     last_ = m;
     std::vector<Key> moving;
     moving.swap(src);
-    for (Key& k : moving) buckets_[bucket_of(k.t)].push_back(std::move(k));
+    for (Key& k : moving) place(std::move(k));  // every key lands at a lower level or now
     moving.clear();
-    src.swap(moving);  // keep the capacity; every key went to a lower bucket
-    // Keys redistributed into bucket 0 arrived out of sequence order: restore FIFO ties.
-    std::sort(b0.begin(), b0.end(), [](const Key& a, const Key& b) { return a.seq < b.seq; });
+    src.swap(moving);  // keep the capacity
+    // Keys redistributed into the now bucket arrived out of sequence order: FIFO ties.
+    std::sort(now_.begin(), now_.end(), [](const Key& a, const Key& b) { return a.seq < b.seq; });
   }
 }
 
 Time EventQueue::top_time() {
   // Must not move last_ forward: run_until() may stop before this event and let earlier
-  // ones be scheduled. Bucket 0 holds keys equal to last_; otherwise scan the first bucket
-  // that holds a live key.
-  auto& b0 = buckets_[0];
-  while (head_ < b0.size() && take_cancelled(b0[head_])) {
-    b0[head_].fn.reset();
+  // ones be scheduled. Buckets are ordered (level, value), so the first bucket holding a
+  // live key holds the earliest live event.
+  while (head_ < now_.size() && take_cancelled(now_[head_])) {
+    now_[head_].fn.reset();
     ++head_;
   }
-  if (head_ < b0.size()) return Time::from_ps(last_);
-  std::int64_t m = std::numeric_limits<std::int64_t>::max();
-  for (int i = 1; i < kBuckets && m == std::numeric_limits<std::int64_t>::max(); ++i) {
-    for (const Key& k : buckets_[i]) {
-      if (std::find(cancelled_.begin(), cancelled_.end(), k.seq) == cancelled_.end()) m = std::min(m, k.t);
+  if (head_ < now_.size()) return Time::from_ps(last_);
+  for (int L = 0; L < kLevels; ++L) {
+    for (unsigned v = 0; v < 256; ++v) {
+      if ((mask_[L][v >> 6] & (1ull << (v & 63))) == 0) continue;
+      std::int64_t m = std::numeric_limits<std::int64_t>::max();
+      for (const Key& k : buckets_[L][v]) {
+        if (std::find(cancelled_.begin(), cancelled_.end(), k.seq) == cancelled_.end()) m = std::min(m, k.t);
+      }
+      if (m != std::numeric_limits<std::int64_t>::max()) return Time::from_ps(m);
     }
   }
-  return Time::from_ps(m);
+  return Time::max();
 }
 
 EventQueue::Popped EventQueue::pop() {
   settle_front();
-  Key& k = buckets_[0][head_++];
+  Key& k = now_[head_++];
   Popped out{Time::from_ps(k.t), k.seq, std::move(k.fn)};
   --live_;
   return out;
 }
 
-void EventQueue::reserve(std::size_t n) { buckets_[0].reserve(n); }
+void EventQueue::reserve(std::size_t n) { now_.reserve(std::min<std::size_t>(n, 1 << 16)); }
 
 }  // namespace shardsim::sim

@@ -2,17 +2,20 @@
 // Pending events ordered by (time, insertion sequence): a total, reproducible order in which
 // events at the same time run first-in first-out (ns-3 EventKey{ts, uid}; OMNeT++ cevent.cc).
 //
-// Structure: a radix heap (Ahuja, Mehlhorn, Orlin and Tarjan 1990, "Faster algorithms for
-// the shortest path problem", JACM 37(2)) over the int64 picosecond time. Simulated time never
-// goes backwards, so keys are monotone: bucket i holds keys whose highest bit differing from
-// the last popped time is bit i-1 (bucket 0: equal to it). Push appends to a bucket; pop
-// takes bucket 0 in sequence order, else finds the minimum of the first non-empty bucket and
-// redistributes that bucket downwards. Every key moves down at most 64 times, so push and pop
-// are O(1) amortised plus O(64) per redistribution, with sequential memory access (a binary
-// or 4-ary heap of 1M keys misses cache on every level; see docs/architecture.md for the
-// measured ratio). Bucket 0 is kept in insertion-sequence order, which gives FIFO ties.
+// Structure: a multi-level radix heap (Ahuja, Mehlhorn, Orlin and Tarjan 1990, "Faster
+// algorithms for the shortest path problem", JACM 37(2), with radix 256 instead of 2) over the
+// int64 picosecond time. Simulated time never goes backwards, so keys are monotone. A key
+// differing from the last popped time `last_` first at byte L (from the top) with value v
+// lives in bucket (L, v); keys equal to last_ live in the "now" bucket, in sequence order
+// (FIFO ties). Pop takes the now bucket; when it is empty, the lowest non-empty bucket
+// (found by a 256-bit occupancy mask per level) gives the new last_ (its minimum) and is
+// redistributed into lower levels. A key moves at most 8 times, in practice
+// ceil(log256(spread of pending times)) times (3 for microsecond spreads), with sequential
+// memory access; a binary or 4-ary heap of 1M keys misses cache on every level.
+// Callbacks travel with their keys (relocated by memcpy when trivially copyable).
 // Cancel is lazy: the sequence number goes into a small set and the key is dropped when it
 // reaches the front; while nothing is cancelled, pop touches only bucket memory.
+// Complexity: push O(1), pop O(1) amortised (O(8) moves per key at most).
 // Precondition: push(t) with t >= the time of the last popped event (throws otherwise).
 #include <cstdint>
 #include <limits>
@@ -57,16 +60,22 @@ class EventQueue {
     std::uint64_t seq;
     UniqueFunction fn;
   };
-  static constexpr int kBuckets = 65;
-  [[nodiscard]] int bucket_of(std::int64_t t) const;
+  static constexpr int kLevels = 8;
+  /// Puts a key in the now bucket (t == last_) or in bucket (level of the highest byte where
+  /// t differs from last_, value of t's byte there).
+  void place(Key&& k);
+  /// The lowest non-empty bucket; false when every bucket is empty.
+  bool lowest_bucket(int& level, unsigned& v) const;
   /// Makes buckets_[0] non-empty with a live key at head_ (precondition: live_ > 0).
   void settle_front();
   /// True (and forgets it) if the key was cancelled.
   bool take_cancelled(const Key& k);
 
-  std::vector<Key> buckets_[kBuckets];
-  std::size_t head_ = 0;  // next key of buckets_[0]
-  std::int64_t last_ = std::numeric_limits<std::int64_t>::min();
+  std::vector<Key> now_;   // keys equal to last_, in sequence order
+  std::size_t head_ = 0;   // next key of now_
+  std::vector<Key> buckets_[kLevels][256];
+  std::uint64_t mask_[kLevels][4] = {};  // occupancy of buckets_[L][v]
+  std::int64_t last_ = 0;  // Simulator time starts at 0 and never goes back
   std::vector<std::uint64_t> cancelled_;  // sequence numbers, unsorted (few)
   std::uint64_t next_seq_ = 0;
   std::size_t live_ = 0;

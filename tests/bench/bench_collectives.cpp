@@ -43,7 +43,7 @@ void run_one(const std::string& label, const std::string& spec, const std::strin
 void bench_collectives(bool large) {
   run_one("ring all-reduce 1 GiB, 32x32 torus", "torus:dims=32x32,bw=100GB/s,lat=1us", "ring", 1ull << 30, 1.0);
   run_one("ring all-reduce 1 GiB, 512 GPUs rail-optimized, 2:1 spine",
-          "rail_optimized:nodes=64,gpus_per_node=8,nvlink_bw=450GB/s,nic_bw=400Gb/s,oversubscription=2,lat=1us",
+          "rail_optimized:nodes=64,gpus_per_node=8,nvlink_bw=450GB/s,nic_bw=400Gb/s,oversubscription=2,cross_rail=spine,nvlink_lat=250ns,ib_lat=1us",
           "ring", 1ull << 30, 5.0);
   if (large) {
     run_one("ring all-reduce 1 GiB, 128x128 torus", "torus:dims=128x128,bw=100GB/s,lat=1us", "ring", 1ull << 30, 60.0);

@@ -70,7 +70,7 @@ TEST_CASE("same input, same bytes: JSON and timeline; the event-trace fingerprin
   CHECK(j[0]["time_s"].get<double>() == doctest::Approx(6 * (1048576.0 / 50e6) + 6 * 10e-6).epsilon(1e-6));
   // Pinned fingerprint of the event trace (OMNeT++-style): changes only when event order or
   // timing changes. Update deliberately, never to make a test pass.
-  CHECK(j[0]["fingerprint"] == SHARDSIM_PINNED_FINGERPRINT);
+  CHECK(j[0]["fingerprint"] == "239ad84996209a98");
 }
 
 namespace {
@@ -89,10 +89,36 @@ TEST_CASE("bad input exits 2 with the place, what was found and what was expecte
   expect_bad({"collective", "--topology", "torus:dims=4x4,bw=100GB/s,lat=1us", "--ranks", "17"},
              "--ranks: 17 ranks on a topology with 16 devices; expected between 1 and 16");
   expect_bad({"collective", "--topology", "torus:dims=4x4,bw=100GB/s,lat=1us", "--algorithm", "rong"},
-             SHARDSIM_UNKNOWN_ALGORITHM_MESSAGE);
+             "--algorithm: unknown algorithm 'rong' for allreduce; expected one of ring, ring-bidir, torus, "
+             "hierarchical, double-binary-tree, rabenseifner, direct, in-network");
   expect_bad({"collective", "--topology", "torus:dims=4x4,bw=100GB/s,lat=1us", "--op", "allscatter"},
              "--op: unknown collective 'allscatter'; expected one of allreduce, reducescatter, allgather, broadcast, "
              "alltoall, reduce");
   expect_bad({"collective", "--topology", "torus:dims=4x4,bw=100GB/s,lat=1us", "--bytes", "1MiB", "--timeline", "x.json"},
              "--timeline: fidelity analytical with 1 sizes; expected --fidelity flow and a single --bytes size");
+}
+
+TEST_CASE("bad topologies exit 2 naming the file or spec, the JSON pointer, found and expected") {
+  const std::string d = scratch_dir("bad-topologies");
+  expect_bad({"collective", "--topology", "torus:dims=4x4,bw=0GB/s,lat=1us"},
+             "torus:dims=4x4,bw=0GB/s,lat=1us: /bw: non-positive rate '0GB/s'; expected a rate greater than zero");
+  expect_bad({"collective", "--topology", "torus:dims=4x4,bw=-1GB/s,lat=1us"},
+             "torus:dims=4x4,bw=-1GB/s,lat=1us: /bw: non-positive rate '-1GB/s'; expected a rate greater than zero");
+  expect_bad({"collective", "--topology", "torus:dims=4x4,bw=10GB/s,lat=1us,colour=red"},
+             "torus:dims=4x4,bw=10GB/s,lat=1us,colour=red: /colour: unknown key 'colour' for builder 'torus'; "
+             "expected one of dims, bw, lat, wrap, class");
+  expect_bad({"collective", "--topology", "tpu-v3-1000"},
+             "tpu-v3-1000: 1000 chips is not a valid tpu-v3 slice; expected one of 4, 8, 16, 32, 64, 128, 256, 512, "
+             "1024");
+  const std::string bad_link = d + "/bad_link.json";
+  write_text(bad_link, R"({"builder":"custom","nodes":[{"name":"a","kind":"device"},{"name":"b","kind":"device"}],
+    "links":[{"src":"a","dst":"c","bw":"10GB/s","lat":"1us"}]})");
+  expect_bad({"collective", "--topology", bad_link},
+             bad_link + ": /links/0/dst: unknown node 'c'; expected one of the 2 nodes declared in /nodes");
+  const std::string disc = d + "/disconnected.json";
+  write_text(disc, R"({"builder":"custom","nodes":[{"name":"a","kind":"device"},{"name":"b","kind":"device"},
+    {"name":"c","kind":"device"}], "links":[{"src":"a","dst":"b","bw":"10GB/s","lat":"1us"}]})");
+  expect_bad({"collective", "--topology", disc},
+             disc + ": /links: a disconnected graph: device 'a' cannot reach device 'c'; expected every device "
+                    "connected to every other");
 }
