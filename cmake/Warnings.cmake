@@ -18,11 +18,11 @@ function(shardsim_layer name)
   shardsim_warnings(shardsim_${name})
 endfunction()
 
-# shardsim_test(name SOURCES... DEPS... [LABELS ...]): a doctest executable registered with
+# shardsim_test(name SOURCES... DEPS... [LABELS ...] [ARGS ...]): a doctest executable registered with
 # CTest. Label "unit" (the default) runs in the sanitizer configuration too; give slow suites
 # (golden CLI runs, validation against emulated clusters) their own label.
 function(shardsim_test name)
-  cmake_parse_arguments(T "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "" "" "SOURCES;DEPS;LABELS;ARGS" ${ARGN})
   if(NOT T_LABELS)
     set(T_LABELS unit)
   endif()
@@ -33,6 +33,6 @@ function(shardsim_test name)
     SHARDSIM_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     SHARDSIM_BINARY_DIR="${PROJECT_BINARY_DIR}")
   shardsim_warnings(${name})
-  add_test(NAME ${name} COMMAND ${name})
+  add_test(NAME ${name} COMMAND ${name} ${T_ARGS})
   set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}")
 endfunction()

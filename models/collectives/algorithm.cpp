@@ -248,6 +248,13 @@ AutoChoice choose_auto(const topo::Topology& t, const CollectiveOp& op, const Co
       lines.emplace_back(a->name(), fmt::format("n/a ({})", *why));
       continue;
     }
+    // direct sends n(n-1) concurrent transfers whose sharing of links between ranks only the
+    // flow model sees; its closed form is optimistic wherever paths are shared, so auto uses
+    // it only for all-to-all and broadcast (where it is the natural choice).
+    if (a->name() == "direct" && op.kind != OpKind::alltoall && op.kind != OpKind::broadcast) {
+      lines.emplace_back(a->name(), "not considered (contention its closed form ignores)");
+      continue;
+    }
     auto c = a->analytical(t, op, p);
     lines.emplace_back(a->name(), detail::fs(c.time_s));
     if (best.algorithm == nullptr || c.time_s < best.cost.time_s) {

@@ -1,0 +1,43 @@
+#pragma once
+// Device compute model (DESIGN 5): presets of accelerator chips with cited peak FLOPs per
+// dtype, HBM bandwidth and capacity, and default efficiencies; op time by roofline:
+//   t = max(flops / (peak[dtype] x flops_eff), bytes / (hbm_Bps x mem_eff)) + launch_s.
+// Peaks are dense (no 2:4 sparsity). Units: FLOP/s, bytes, bytes/s, seconds.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace shardsim::compute {
+
+/// Arithmetic precision of an op's math (what the roofline picks the peak for).
+enum class MathType : std::uint8_t { fp32, tf32, bf16, fp16, fp8, int8 };
+const char* to_string(MathType m);
+
+struct Device {
+  std::string name;         ///< "h100", "tpu-v3", ...
+  std::string description;
+  std::map<MathType, double> peak_flops;  ///< dense peak per math type, FLOP/s
+  std::uint64_t hbm_bytes = 0;
+  double hbm_Bps = 0;
+  double flops_eff = 0.6;   ///< achievable fraction of peak for large matmuls
+  double mem_eff = 0.8;     ///< achievable fraction of HBM bandwidth
+  double launch_s = 0;      ///< per-op launch / dispatch overhead
+  std::string source;       ///< datasheet or paper for the numbers above
+
+  /// Peak for `m`; falls back to bf16 then fp32 when the chip has no such unit. Throws
+  /// std::out_of_range if neither exists (never for presets).
+  [[nodiscard]] double peak(MathType m) const;
+  /// Roofline time of one op, seconds.
+  [[nodiscard]] double op_time_s(double flops, double bytes, MathType m) const;
+  /// Time of a memory-bound elementwise pass moving `bytes` and doing `flops` in fp32
+  /// (optimizer update), without launch overhead.
+  [[nodiscard]] double stream_time_s(double flops, double bytes) const;
+};
+
+/// All presets, in a fixed order (TPUs by generation, then GPUs).
+const std::vector<Device>& device_presets();
+/// Throws ConfigError naming `where` and listing the valid names.
+const Device& find_device(const std::string& name, const std::string& where);
+
+}  // namespace shardsim::compute

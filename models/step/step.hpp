@@ -1,0 +1,122 @@
+#pragma once
+// The training-step model (DESIGN 5): one data-parallel step of a workload on a device and
+// a topology, under a weight-update strategy. All replicas are symmetric, so the model runs
+// rank 0's two streams (compute, communication) as a list schedule:
+//  - compute ops take their roofline time (or their measured time), in trace order;
+//  - collectives are issued on the communication stream when their data is ready and run
+//    one after another (FIFO); their durations come from a CommModel (the collectives layer
+//    on the actual topology and group);
+//  - a compute op that needs gathered weights waits for its all-gather.
+// Breakdown: forward_s and backward_s are pure compute (recomputation counts as backward);
+// exposed_comm_s is the time the compute stream waits for communication (before, inside and
+// after backward); update_s is the optimizer pass. step_time_s = forward + backward +
+// exposed_comm + update.
+//
+// Strategies (N = data-parallel size, k = sharding subgroup, D = shards of the update):
+//  replicated: all-reduce of gradient buckets (bucket_bytes, in backward order) as backward
+//    produces them; full update (Li et al. 2020).
+//  sharded (Xu et al. 2020): gradients fused into buffers of bucket_bytes (or one buffer per
+//    tensor without fusion), each padded to a multiple of k elements; reduce-scatter per
+//    buffer during backward (+ all-reduce of the 1/k shard across the N/k subgroups when
+//    k < N); 1/k update; all-gather of the updated buffers deferred to the next forward (a
+//    unit's first forward op waits for the buffers holding its weights) or, with
+//    defer_allgather = false, at the end of the step.
+//  zero1/zero2: reduce-scatter per bucket during backward, 1/N update, all-gather at the end
+//    of the step (ZeRO sec. 7: the same volume as all-reduce); they differ in memory only.
+//  zero3: per unit, all-gather before its forward and again before its backward (the next
+//    unit's gather prefetched while the current one computes), reduce-scatter of its
+//    gradients after its backward, 1/N update (1.5x the all-reduce volume, ZeRO sec. 7.2.2).
+// LAMB and Adafactor under a sharded update add one fused all-reduce (optimizer.hpp) before it.
+// Gradient accumulation runs forward/backward grad_accum times; gradients are communicated
+// once (zero3: reduce-scattered every micro-batch). Activation checkpointing keeps only each
+// unit's input and recomputes the unit's forward before its backward.
+// Complexity: O(ops + tensors) plus one CommModel call per collective.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "models/collectives/collective.hpp"
+#include "models/compute/device.hpp"
+#include "models/memory/memory.hpp"
+#include "models/optimizer/optimizer.hpp"
+#include "models/step/strategy.hpp"
+#include "models/step/workload.hpp"
+
+namespace shardsim::step {
+
+/// Time of one collective: kind, size in the nccl-tests convention (DESIGN 2), group of
+/// topology device indices. Must be deterministic; may cache.
+class CommModel {
+ public:
+  virtual ~CommModel() = default;
+  virtual double time_s(coll::OpKind kind, std::uint64_t size_bytes, const std::vector<int>& group) = 0;
+};
+
+/// A CommModel from a plain function (tests).
+class FunctionComm final : public CommModel {
+ public:
+  explicit FunctionComm(std::function<double(coll::OpKind, std::uint64_t, const std::vector<int>&)> f)
+      : f_(std::move(f)) {}
+  double time_s(coll::OpKind kind, std::uint64_t size_bytes, const std::vector<int>& group) override {
+    return f_(kind, size_bytes, group);
+  }
+
+ private:
+  std::function<double(coll::OpKind, std::uint64_t, const std::vector<int>&)> f_;
+};
+
+struct StepConfig {
+  Strategy strategy = Strategy::replicated;
+  const opt::Optimizer* optimizer = nullptr;
+  opt::Precision precision = opt::Precision::mixed;
+  std::uint64_t dp = 1;             ///< N; the group is ranks 0..N-1 of the topology
+  std::uint64_t shard_group = 0;    ///< k for `sharded` (0 = N); must divide N
+  /// PyTorch DDP default bucket_cap_mb = 25 (MiB; torch.nn.parallel.DistributedDataParallel).
+  std::uint64_t bucket_bytes = 25ULL << 20;
+  std::uint32_t grad_accum = 1;
+  bool checkpointing = false;
+  bool defer_allgather = true;      ///< sharded
+  bool fusion = true;               ///< sharded: fuse small tensors into buffers
+  bool prefetch = true;             ///< zero3
+  bool measured_compute = false;    ///< use WorkOp::measured_s where present
+  bool record_timeline = false;
+};
+
+/// Throws ConfigError (where = the flag) for: no optimizer, dp 0, k not dividing N,
+/// grad_accum 0, bucket 0.
+void validate(const StepConfig& c);
+
+struct Interval {
+  std::string stream;  ///< "compute" or "comm"
+  std::string name;
+  double start_s = 0, end_s = 0;
+};
+
+struct StepResult {
+  std::string strategy;
+  double step_time_s = 0, forward_s = 0, backward_s = 0, exposed_comm_s = 0, update_s = 0;
+  double comm_s = 0;               ///< sum of collective durations (overlapped or not)
+  double comm_bytes = 0;           ///< bytes rank 0 sends: S x busbw factor per collective
+  std::uint64_t collectives = 0;
+  double model_flops = 0;          ///< per device per step (no recomputation)
+  double mfu = 0;                  ///< model_flops / (step_time x peak of the math type)
+  std::uint64_t updated_elements = 0;  ///< parameters this device updates (padded shard)
+  std::uint64_t padding_elements = 0;  ///< padding added to reach multiples of the shard count
+  double padding_fraction = 0;         ///< padding / parameters
+  memory::MemoryBreakdown memory;
+  double hbm_bytes = 0;
+  bool fits = true;
+  std::vector<Interval> timeline;  ///< when record_timeline
+};
+
+/// Simulates one step. Throws ConfigError for an invalid config or a workload without ops.
+StepResult simulate_step(const Workload& w, const compute::Device& dev, const StepConfig& c, CommModel& comm);
+
+/// Buffers of `tensors` (element counts, in order): fused up to `bucket_elements` per buffer
+/// (a larger tensor is a buffer of its own) or one per tensor, each padded to a multiple of
+/// `shards`. Returns padded sizes; `padding` receives the total padding.
+std::vector<std::uint64_t> fuse_and_pad(const std::vector<std::uint64_t>& tensors, std::uint64_t bucket_elements,
+                                        std::uint64_t shards, bool fusion, std::uint64_t& padding);
+
+}  // namespace shardsim::step

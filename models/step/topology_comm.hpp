@@ -1,0 +1,41 @@
+#pragma once
+// The step model's CommModel on a real topology: each collective is costed by the
+// collectives layer (models/collectives) for the actual group of topology ranks.
+//  - analytical: the named algorithm's closed form, or with "auto" the applicable algorithm
+//    with the smallest analytical time (coll::choose_auto);
+//  - flow: the same algorithm's schedule run on the flow network (coll::evaluate_flow).
+// Results are memoised per (kind, size, group), so a step with many same-sized collectives
+// (one per transformer layer) costs one evaluation per distinct collective.
+// Not thread safe (memo, Topology route cache): one instance per thread.
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "models/collectives/algorithm.hpp"
+#include "models/step/step.hpp"
+#include "topologies/topology.hpp"
+
+namespace shardsim::step {
+
+enum class Fidelity : std::uint8_t { analytical, flow };
+/// "analytical" | "flow"; throws ConfigError naming `where`.
+Fidelity fidelity_from_string(const std::string& s, const std::string& where);
+
+class TopologyComm final : public CommModel {
+ public:
+  /// `algorithm`: a registered algorithm name or "auto". The topology must outlive this.
+  TopologyComm(const topo::Topology& t, Fidelity f, std::string algorithm = "auto", coll::CostParams p = {});
+  double time_s(coll::OpKind kind, std::uint64_t size_bytes, const std::vector<int>& group) override;
+  /// Distinct collectives evaluated so far (memo size).
+  [[nodiscard]] std::size_t evaluations() const { return memo_.size(); }
+
+ private:
+  const topo::Topology& t_;
+  Fidelity f_;
+  std::string algorithm_;
+  coll::CostParams p_;
+  std::map<std::tuple<int, std::uint64_t, std::vector<int>>, double> memo_;
+};
+
+}  // namespace shardsim::step

@@ -1,0 +1,56 @@
+#pragma once
+// Workload: what the step model needs from one replica's operator trace (DESIGN 5), in the
+// models layer's own terms (the native trace format lives in traces/; traces/trace/
+// workload.hpp converts). Ops keep their execution order; parameter tensors keep the unit
+// that declared them, so gradient buckets and FSDP units follow the model's structure.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shardsim::step {
+
+enum class OpPhase : std::uint8_t { forward, backward };
+
+struct WorkOp {
+  OpPhase phase = OpPhase::forward;
+  std::uint32_t unit = 0;
+  double flops = 0;
+  double bytes = 0;                     ///< HBM bytes read + written
+  std::uint64_t activation_bytes = 0;   ///< saved for backward (forward ops)
+  std::optional<double> measured_s;     ///< measured duration (imported traces)
+};
+
+struct ParamTensor {
+  std::string name;
+  std::uint64_t elements = 0;
+  std::uint32_t unit = 0;
+  /// Rows and columns when the tensor is a matrix (or higher: rows = first dimension,
+  /// cols = product of the rest); 0 when unknown or a vector. Adafactor factors these.
+  std::uint64_t rows = 0, cols = 0;
+};
+
+struct Workload {
+  std::string name;
+  std::uint64_t batch_per_replica = 1;  ///< samples per micro-batch
+  std::uint64_t seq_len = 0;            ///< tokens per sample (0: not a sequence model)
+  std::uint32_t units = 1;              ///< unit ids are 0..units-1
+  std::vector<WorkOp> ops;              ///< forward and backward ops, in execution order
+  std::vector<ParamTensor> params;      ///< declaration order
+  std::uint64_t dropped_collectives = 0;  ///< communication ops of the source trace (replaced
+                                          ///< by the strategy's own collectives)
+
+  [[nodiscard]] std::uint64_t parameter_count() const {
+    std::uint64_t n = 0;
+    for (const auto& p : params) n += p.elements;
+    return n;
+  }
+  /// Model FLOPs of one micro-batch (forward + backward, no recomputation).
+  [[nodiscard]] double model_flops() const {
+    double f = 0;
+    for (const auto& o : ops) f += o.flops;
+    return f;
+  }
+};
+
+}  // namespace shardsim::step

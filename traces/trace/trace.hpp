@@ -1,0 +1,101 @@
+#pragma once
+// The native operator trace (docs/trace-format.md): one data-parallel replica's training
+// step as a list of operators. Each op carries its phase, FLOPs, HBM bytes moved, the
+// parameter tensors it declares, the activation bytes it saves for backward, the unit
+// (layer, block) it belongs to, an optional measured duration, an optional collective
+// (communication ops found in imported traces) and dependency ids.
+//
+// Contract:
+//  - FLOPs and bytes are for the whole per-replica micro-batch the trace describes
+//    (`batch_per_replica` samples of `seq_len` tokens; seq_len = 0 for non-sequence models).
+//  - A parameter tensor is declared once, on the first op that uses it (normally a forward
+//    op); its gradient is ready when the last backward op of the same unit has run. Tensor
+//    names are unique within a trace.
+//  - Ops are listed in a valid execution order: every dependency id names an earlier op.
+//  - Importers (issue 5) fill the same structs and call validate().
+// Units: flops (double), bytes (double, may be fractional for averaged traces),
+// activation_bytes (uint64), duration_s (seconds).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/collectives/collective.hpp"
+
+namespace shardsim::trace {
+
+enum class Phase : std::uint8_t { forward, backward, update, other };
+const char* to_string(Phase p);
+/// "forward" | "backward" | "update" | "other"; throws ConfigError naming `where`.
+Phase phase_from_string(const std::string& s, const std::string& where);
+
+enum class DType : std::uint8_t { fp64, fp32, tf32, bf16, fp16, fp8, int8, int32 };
+const char* to_string(DType d);
+/// Bytes per element (tf32 is stored in 4 bytes).
+std::uint32_t dtype_bytes(DType d);
+/// Throws ConfigError naming `where` and listing the valid names.
+DType dtype_from_string(const std::string& s, const std::string& where);
+
+/// A parameter tensor. `shape` is optional (empty = unknown); when given, its product equals
+/// `elements`. Adafactor factors the second moment of tensors with two or more dimensions.
+struct Tensor {
+  std::string name;
+  std::uint64_t elements = 0;
+  DType dtype = DType::bf16;
+  std::vector<std::uint64_t> shape;
+};
+
+/// A communication op present in an imported trace (kind, size in the nccl-tests convention
+/// of DESIGN 2, number of participating ranks).
+struct Collective {
+  coll::OpKind kind = coll::OpKind::allreduce;
+  std::uint64_t size_bytes = 0;
+  std::uint32_t group_size = 1;
+};
+
+struct Op {
+  std::uint64_t id = 0;
+  std::string name;
+  Phase phase = Phase::forward;
+  std::uint32_t unit = 0;           ///< layer / FSDP unit index
+  double flops = 0;                 ///< floating-point operations of this op
+  double bytes = 0;                 ///< HBM bytes read + written
+  std::vector<Tensor> params;       ///< parameter tensors declared by this op
+  std::uint64_t activation_bytes = 0;  ///< bytes saved for backward (forward ops)
+  std::optional<double> duration_s;    ///< measured duration (imported traces)
+  std::optional<Collective> collective;
+  std::vector<std::uint64_t> deps;     ///< ids of earlier ops this op waits for
+};
+
+struct Trace {
+  std::string name;
+  std::string source = "zoo";      ///< "zoo", "chakra", "kineto", "astra-sim", "file", ...
+  std::uint64_t batch_per_replica = 1;  ///< samples in the micro-batch the ops describe
+  std::uint64_t seq_len = 0;             ///< tokens per sample (0: not a sequence model)
+  nlohmann::json config = nlohmann::json::object();  ///< generator hyperparameters, free form
+  std::vector<Op> ops;
+
+  /// Sum of the elements of every declared parameter tensor.
+  [[nodiscard]] std::uint64_t parameter_count() const;
+  /// Sum of flops over ops of one phase.
+  [[nodiscard]] double flops(Phase p) const;
+  /// Number of units (1 + the largest unit id; 0 for an empty trace).
+  [[nodiscard]] std::uint32_t num_units() const;
+};
+
+/// Checks every rule of docs/trace-format.md. Throws ConfigError whose where is
+/// `where` + JSON pointer (e.g. "t.json/ops/3/flops") and whose message names the op.
+void validate(const Trace& t, const std::string& where);
+
+/// JSON <-> Trace. from_json validates (unknown keys are errors); to_json writes every field
+/// in a fixed order so output is deterministic.
+Trace trace_from_json(const nlohmann::json& j, const std::string& where);
+nlohmann::json to_json(const Trace& t);
+
+/// Files. load_trace throws ConfigError for a missing file, bad JSON or a failed rule.
+Trace load_trace(const std::string& path);
+void save_trace(const Trace& t, const std::string& path);
+
+}  // namespace shardsim::trace
