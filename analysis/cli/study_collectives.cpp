@@ -1,4 +1,5 @@
-// shardsim collective-study: the default collective study (issue 2's main job): ring vs
+// shardsim collective-study: the collective study (issue 2's main job before the training-step
+// model existed; `shardsim` alone now runs `shardsim study`): ring vs
 // torus (dimension-wise) vs hierarchical all-reduce over sizes on a TPU v3 pod slice and a
 // DGX H100 cluster, analytical and flow fidelity side by side.
 #include <fmt/format.h>
@@ -15,9 +16,9 @@ namespace shardsim::cli {
 namespace {
 
 struct StudyOptions {
-  std::vector<std::string> topologies{"tpu-v3-256", "dgx-h100-64"};
+  std::vector<std::string> topologies{"tpu-v3-1024", "dgx-h100-64"};
   std::vector<std::string> algorithms{"ring", "torus", "hierarchical"};
-  std::string bytes = "1MiB:1GiB:x4";
+  std::string bytes = "1MiB:1GiB:x16";
   std::string csv;
 };
 
@@ -73,7 +74,6 @@ void setup_study(CLI::App& root) {
   sub->add_option("--bytes", o->bytes, "Size range")->capture_default_str();
   sub->add_option("--csv", o->csv, "Also write every row as CSV");
   sub->callback([o] { run_study(*o); });
-  default_job() = [] { return run_study(StudyOptions{}); };
 }
 
 const Registration reg{"collective-study", 50, setup_study};
