@@ -22,5 +22,6 @@ double peak_rss_mib();
 
 void bench_event_queue();
 void bench_collectives(bool large);
+void bench_sweep();
 
 }  // namespace shardsim::bench

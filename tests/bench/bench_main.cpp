@@ -21,5 +21,6 @@ int main(int argc, char** argv) {
   }
   shardsim::bench::bench_event_queue();
   shardsim::bench::bench_collectives(large);
+  shardsim::bench::bench_sweep();
   return 0;
 }
