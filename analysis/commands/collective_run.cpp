@@ -78,7 +78,7 @@ std::vector<CollectiveResult> run_collective(const CollectiveOptions& o) {
     const coll::Algorithm* algo = nullptr;
     coll::AnalyticalCost cost;
     if (o.algorithm == "auto") {
-      auto choice = coll::choose_auto(t, op, params);
+      auto choice = coll::choose_auto(t, op, params, o.fidelity == "flow");
       algo = choice.algorithm;
       cost = choice.cost;
       r.why = choice.why;
@@ -102,6 +102,15 @@ std::vector<CollectiveResult> run_collective(const CollectiveOptions& o) {
     r.time_s = cost.time_s;
     if (o.fidelity == "flow") {
       const coll::Schedule s = algo->build(t, op, params);
+      for (const auto& st : s.steps) {
+        for (const auto& x : st.transfers) {
+          if (x.src_is_node || x.dst_is_node) {
+            throw ConfigError("--fidelity", fmt::format("flow with algorithm '{}', whose transfers end in a switch",
+                                                        algo->name()),
+                              "--fidelity analytical (the flow evaluator has no switch endpoints yet)");
+          }
+        }
+      }
       coll::FlowOptions fo;
       fo.cost = params;
       analysis::ChromeTrace trace;

@@ -28,7 +28,7 @@ double TopologyComm::time_s(coll::OpKind kind, std::uint64_t size_bytes, const s
   const coll::Algorithm* alg = nullptr;
   double analytical = 0;
   if (algorithm_ == "auto") {
-    const auto choice = coll::choose_auto(t_, op, p_);
+    const auto choice = coll::choose_auto(t_, op, p_, f_ == Fidelity::flow);
     alg = choice.algorithm;
     analytical = choice.cost.time_s;
   } else {

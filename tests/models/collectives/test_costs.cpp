@@ -135,16 +135,23 @@ TEST_CASE("auto choice: smallest analytical time, with every candidate's time or
   CHECK(c.why.starts_with(expect));
   CHECK(c.why.ends_with("in-network: n/a (topology 'torus:dims=4x4,bw=100GB/s,lat=1us' has no switch with "
                         "in_network_reduction)"));
-  // Small messages on a switch: latency decides. Direct needs 2 steps (2 alpha), Rabenseifner
-  // 2 log n, the ring 2(n-1); past 1024 ranks direct does not apply and Rabenseifner's
-  // 22 alpha beat the tree's 22 alpha + 13 S/B (fill + busiest port) and the ring's 4094.
+  // Small messages on a switch: latency decides. Rabenseifner needs 2 log n steps, the ring
+  // 2(n-1); direct (2 steps) is not considered for reductions, whose link sharing between
+  // ranks its closed form ignores. Past 1024 ranks Rabenseifner's 22 alpha beat the tree's
+  // 22 alpha + 13 S/B (fill + busiest port) and the ring's 4094.
   auto sw = topo::make_topology("switch:n=16,bw=100GB/s,lat=1us", "test");
-  CHECK(choose_auto(sw, make_op(OpKind::allreduce, 16, 1024), {}).algorithm->name() == "direct");
+  const auto small = choose_auto(sw, make_op(OpKind::allreduce, 16, 1024), {});
+  CHECK(small.algorithm->name() == "rabenseifner");
+  CHECK(small.why.find("direct: not considered (contention its closed form ignores)") != std::string::npos);
   auto sw2k = topo::make_topology("switch:n=2048,bw=100GB/s,lat=1us", "test");
   CHECK(choose_auto(sw2k, make_op(OpKind::allreduce, 2048, 1024), {}).algorithm->name() == "rabenseifner");
   // With NVLS the switch reduction wins for large buffers.
   auto nvls = topo::make_topology("nvswitch_node:n=8,bw=450GB/s,lat=1us,nvls=1", "test");
   CHECK(choose_auto(nvls, make_op(OpKind::allreduce, 8, 256 * MiB), {}).algorithm->name() == "in-network");
+  // ... but not for the flow evaluator, which has no switch endpoints yet.
+  const auto flow_pick = choose_auto(nvls, make_op(OpKind::allreduce, 8, 256 * MiB), {}, true);
+  CHECK(flow_pick.algorithm->name() != "in-network");
+  CHECK(flow_pick.why.ends_with("in-network: not considered (the flow evaluator has no switch endpoints)"));
   // Nothing applies: all-to-all on 2048 ranks.
   std::string err;
   try {
