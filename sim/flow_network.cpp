@@ -66,32 +66,29 @@ void FlowNetwork::settle() {
       for (LinkIndex l : flows_[f].route) dirty_links_.push_back(l);
     }
     pending_new_.clear();
-    solve_component(kNone);
+    solve_components();
     dirty_links_.clear();
   }
   arm_timer();
-  if (!zero_flows_.empty()) {
-    done_tags_.clear();
-    for (FlowId f : zero_flows_) {
-      Flow& fl = flows_[f];
-      on_flow_done(fl.tag, fl.start, sim_.now(), fl.bytes);
-      done_tags_.push_back(fl.tag);
-      fl.active = false;
-      --active_;
-      ++stats_.flows_completed;
-      free_flows_.push_back(f);
-    }
-    zero_flows_.clear();
-    auto tags = std::move(done_tags_);
-    done_tags_.clear();
-    if (on_complete_) {
-      for (auto t : tags) on_complete_(t);
-    }
-    if (done_tags_.empty()) done_tags_ = std::move(tags);
+  if (zero_flows_.empty()) return;
+  std::vector<std::uint64_t> tags;
+  tags.reserve(zero_flows_.size());
+  for (FlowId f : zero_flows_) {
+    Flow& fl = flows_[f];
+    on_flow_done(fl.tag, fl.start, sim_.now(), fl.bytes);
+    tags.push_back(fl.tag);
+    fl.active = false;
+    --active_;
+    ++stats_.flows_completed;
+    free_flows_.push_back(f);
+  }
+  zero_flows_.clear();
+  if (on_complete_) {
+    for (auto t : tags) on_complete_(t);
   }
 }
 
-void FlowNetwork::solve_component(FlowId /*seed*/) {
+void FlowNetwork::solve_components() {
   ++epoch_;
   component_.clear();
   comp_links_.clear();
@@ -198,7 +195,7 @@ void FlowNetwork::on_timer() {
     detach(f);
   }
   if (!dirty_links_.empty()) {
-    solve_component(kNone);
+    solve_components();
     dirty_links_.clear();
   }
   arm_timer();

@@ -93,7 +93,8 @@ class FlowNetwork {
   void mark_dirty(LinkIndex l);
   void request_settle();
   void settle();
-  void solve_component(FlowId seed);
+  /// Re-solves every flow transitively connected to dirty_links_.
+  void solve_components();
   void arm_timer();
   void on_timer();
   void detach(FlowId f);
