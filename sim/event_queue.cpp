@@ -7,6 +7,10 @@
 
 namespace shardsim::sim {
 
+EventQueue::EventQueue() {
+  for (auto& level : min_) std::fill(std::begin(level), std::end(level), std::numeric_limits<std::int64_t>::max());
+}
+
 void EventQueue::place(Key&& k) {
   if (k.t == last_) {
     now_.push_back(std::move(k));
@@ -15,7 +19,13 @@ void EventQueue::place(Key&& k) {
   const auto diff = static_cast<std::uint64_t>(k.t ^ last_);
   const int level = (63 - std::countl_zero(diff)) / 8;
   const auto v = static_cast<unsigned>((static_cast<std::uint64_t>(k.t) >> (8 * level)) & 0xffu);
-  buckets_[level][v].push_back(std::move(k));
+  auto& b = buckets_[level][v];
+  if (b.capacity() == 0 && !spare_.empty()) {
+    b.swap(spare_.back());
+    spare_.pop_back();
+  }
+  min_[level][v] = std::min(min_[level][v], k.t);
+  b.push_back(std::move(k));
   mask_[level][v >> 6] |= 1ull << (v & 63);
 }
 
@@ -71,18 +81,29 @@ void EventQueue::settle_front() {
     if (!lowest_bucket(level, v)) return;  // empty
     auto& src = buckets_[level][v];
     mask_[level][v >> 6] &= ~(1ull << (v & 63));
+    if (level == 0) {
+      // A level-0 bucket holds one time value, in sequence order: it becomes the now bucket
+      // as it is (a swap, no key moves); the empty now bucket's storage goes back in its place.
+      last_ = min_[0][v];
+      min_[0][v] = std::numeric_limits<std::int64_t>::max();
+      now_.swap(src);
+      continue;
+    }
     // The minimum may belong to a cancelled event: harmless, its key is dropped at the front
     // of the now bucket and every live event is later still.
-    std::int64_t m = std::numeric_limits<std::int64_t>::max();
-    for (const Key& k : src) m = std::min(m, k.t);
-    last_ = m;
+    last_ = min_[level][v];
+    min_[level][v] = std::numeric_limits<std::int64_t>::max();
     std::vector<Key> moving;
     moving.swap(src);
     for (Key& k : moving) place(std::move(k));  // every key lands at a lower level or now
     moving.clear();
-    src.swap(moving);  // keep the capacity
-    // Keys redistributed into the now bucket arrived out of sequence order: FIFO ties.
-    std::sort(now_.begin(), now_.end(), [](const Key& a, const Key& b) { return a.seq < b.seq; });
+    if (spare_.size() < 64) spare_.push_back(std::move(moving));
+    // FIFO ties need the now bucket in sequence order. Buckets stay in sequence order by
+    // construction (pushes append increasing sequence numbers; a redistribution fills only
+    // empty buckets, since every lower bucket is empty), so this check is cheap and the sort
+    // a safeguard.
+    auto by_seq = [](const Key& a, const Key& b) { return a.seq < b.seq; };
+    if (!std::is_sorted(now_.begin(), now_.end(), by_seq)) std::sort(now_.begin(), now_.end(), by_seq);
   }
 }
 

@@ -34,6 +34,7 @@ struct EventId {
 
 class EventQueue {
  public:
+  EventQueue();
   EventId push(Time t, UniqueFunction fn);
   /// Cancels a pending event. Precondition: the event has not run yet (callers that cancel
   /// track this, as FlowNetwork does with its armed timer); returns false if the id was
@@ -74,7 +75,12 @@ class EventQueue {
   std::vector<Key> now_;   // keys equal to last_, in sequence order
   std::size_t head_ = 0;   // next key of now_
   std::vector<Key> buckets_[kLevels][256];
+  std::int64_t min_[kLevels][256];       // smallest time in buckets_[L][v], kept on insert
   std::uint64_t mask_[kLevels][4] = {};  // occupancy of buckets_[L][v]
+  // Emptied bucket storage, handed to the next bucket that starts from nothing: a bucket of a
+  // high level is refilled only when time reaches its range again, so without this every new
+  // range would grow fresh memory (page faults) while old buffers sit idle.
+  std::vector<std::vector<Key>> spare_;
   std::int64_t last_ = 0;  // Simulator time starts at 0 and never goes back
   std::vector<std::uint64_t> cancelled_;  // sequence numbers, unsorted (few)
   std::uint64_t next_seq_ = 0;

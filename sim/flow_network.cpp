@@ -31,7 +31,7 @@ FlowNetwork::FlowId FlowNetwork::start(std::span<const LinkIndex> route, double 
   f.rate = 0;
   f.last = f.start = sim_.now();
   f.tag = tag;
-  f.heap_pos = kNone;
+  f.bucket = kNone;
   f.active = true;
   ++active_;
   ++stats_.flows_started;
@@ -61,10 +61,44 @@ void FlowNetwork::settle() {
   settle_pending_ = false;
   if (!pending_new_.empty() || !dirty_links_.empty()) {
     // Seeds: links of new flows and links that lost a flow; the solve covers the union of
-    // their components.
+    // their components. A new flow alone on every link of its route is a component by
+    // itself: progressive filling gives it its route's smallest capacity, so it is rated
+    // here directly (same arithmetic, same result) and only the others seed the solve.
+    // Collective steps whose transfers use disjoint links (a ring on a torus) take this path.
+    const Time now = sim_.now();
+    bool singles = false;
     for (FlowId f : pending_new_) {
-      for (LinkIndex l : flows_[f].route) dirty_links_.push_back(l);
+      Flow& fl = flows_[f];
+      double cap = std::numeric_limits<double>::infinity();
+      bool alone = true;
+      for (LinkIndex l : fl.route) {
+        const Link& lk = links_[l];
+        if (lk.flows.size() != 1) {
+          alone = false;
+          break;
+        }
+        cap = std::min(cap, lk.capacity);
+      }
+      if (!alone) {
+        for (LinkIndex l : fl.route) dirty_links_.push_back(l);
+        continue;
+      }
+      singles = true;
+      ++stats_.flows_resolved;
+      // A completion solve at this instant may have rated it already (it reaches flows on
+      // links that lost one): then it is rated again here, from the same state.
+      if (fl.rate > 0) fl.remaining = std::max(0.0, fl.remaining - fl.rate * (now - fl.last).to_seconds());
+      fl.last = now;
+      fl.rate = cap;
+      const std::int64_t finish = (now + Time::ceil_seconds(fl.remaining / cap)).ps();
+      if (fl.bucket != kNone) {
+        if (finish == fl.finish_ps) continue;
+        unschedule(f);
+      }
+      fl.finish_ps = finish;
+      schedule_completion(f);
     }
+    if (singles) ++stats_.solves;
     pending_new_.clear();
     solve_components();
     dirty_links_.clear();
@@ -158,12 +192,11 @@ void FlowNetwork::solve_components() {
   for (FlowId f : component_) {
     Flow& fl = flows_[f];
     const double secs = fl.rate > 0 ? fl.remaining / fl.rate : 0.0;
-    fl.finish_ps = (now + Time::ceil_seconds(secs)).ps();
-    if (fl.heap_pos == kNone) {
-      heap_push(f);
-    } else {
-      heap_update(f);
-    }
+    const std::int64_t finish = (now + Time::ceil_seconds(secs)).ps();
+    if (fl.bucket != kNone && finish == fl.finish_ps) continue;
+    if (fl.bucket != kNone) unschedule(f);
+    fl.finish_ps = finish;
+    schedule_completion(f);
   }
 }
 
@@ -173,7 +206,7 @@ void FlowNetwork::arm_timer() {
     timer_armed_ = false;
     return;
   }
-  const std::int64_t t = flows_[heap_.front()].finish_ps;
+  const std::int64_t t = buckets_[heap_.front()].finish_ps;
   if (timer_armed_ && t == timer_ps_) return;
   if (timer_armed_) sim_.cancel(timer_);
   timer_armed_ = true;
@@ -186,13 +219,19 @@ void FlowNetwork::on_timer() {
   const std::int64_t now = sim_.now().ps();
   std::vector<std::uint64_t> tags = std::move(done_tags_);
   tags.clear();
-  while (!heap_.empty() && flows_[heap_.front()].finish_ps <= now) {
-    const FlowId f = heap_.front();
-    heap_remove(f);
-    Flow& fl = flows_[f];
-    on_flow_done(fl.tag, fl.start, sim_.now(), fl.bytes);
-    tags.push_back(fl.tag);
-    detach(f);
+  while (!heap_.empty() && buckets_[heap_.front()].finish_ps <= now) {
+    const std::uint32_t b = heap_.front();
+    auto& due = buckets_[b].flows;
+    std::sort(due.begin(), due.end());  // flow-id order within one finish time
+    for (FlowId f : due) {
+      Flow& fl = flows_[f];
+      fl.bucket = kNone;
+      on_flow_done(fl.tag, fl.start, sim_.now(), fl.bytes);
+      tags.push_back(fl.tag);
+      detach(f);
+    }
+    due.clear();
+    release_bucket(b);
   }
   if (!dirty_links_.empty()) {
     solve_components();
@@ -233,62 +272,95 @@ void FlowNetwork::detach(FlowId f) {
   free_flows_.push_back(f);
 }
 
-bool FlowNetwork::heap_before(FlowId a, FlowId b) const {
-  const auto fa = flows_[a].finish_ps, fb = flows_[b].finish_ps;
-  return fa < fb || (fa == fb && a < b);
+void FlowNetwork::schedule_completion(FlowId f) {
+  Flow& fl = flows_[f];
+  std::uint32_t b;
+  if (last_bucket_ != kNone && buckets_[last_bucket_].heap_pos != kNone &&
+      buckets_[last_bucket_].finish_ps == fl.finish_ps) {
+    b = last_bucket_;
+  } else if (auto it = bucket_at_.find(fl.finish_ps); it != bucket_at_.end()) {
+    b = it->second;
+  } else {
+    if (!free_buckets_.empty()) {
+      b = free_buckets_.back();
+      free_buckets_.pop_back();
+    } else {
+      b = static_cast<std::uint32_t>(buckets_.size());
+      buckets_.emplace_back();
+    }
+    buckets_[b].finish_ps = fl.finish_ps;
+    bucket_at_.emplace(fl.finish_ps, b);
+    buckets_[b].heap_pos = static_cast<std::uint32_t>(heap_.size());
+    heap_.push_back(b);
+    heap_sift_up(buckets_[b].heap_pos);
+  }
+  last_bucket_ = b;
+  fl.bucket = b;
+  fl.bucket_pos = static_cast<std::uint32_t>(buckets_[b].flows.size());
+  buckets_[b].flows.push_back(f);
 }
 
-void FlowNetwork::heap_push(FlowId f) {
-  flows_[f].heap_pos = static_cast<std::uint32_t>(heap_.size());
-  heap_.push_back(f);
-  heap_sift_up(flows_[f].heap_pos);
+void FlowNetwork::unschedule(FlowId f) {
+  Flow& fl = flows_[f];
+  const std::uint32_t b = fl.bucket;
+  auto& v = buckets_[b].flows;
+  const FlowId last = v.back();
+  v[fl.bucket_pos] = last;
+  flows_[last].bucket_pos = fl.bucket_pos;
+  v.pop_back();
+  fl.bucket = kNone;
+  if (v.empty()) release_bucket(b);
 }
 
-void FlowNetwork::heap_remove(FlowId f) {
-  const std::uint32_t i = flows_[f].heap_pos;
-  const FlowId last = heap_.back();
+void FlowNetwork::release_bucket(std::uint32_t b) {
+  Bucket& bk = buckets_[b];
+  const std::uint32_t i = bk.heap_pos;
+  const std::uint32_t last = heap_.back();
   heap_.pop_back();
-  flows_[f].heap_pos = kNone;
-  if (last == f) return;
-  heap_[i] = last;
-  flows_[last].heap_pos = i;
-  heap_sift_up(i);
-  heap_sift_down(flows_[last].heap_pos);
+  bk.heap_pos = kNone;
+  if (last != b) {
+    heap_[i] = last;
+    buckets_[last].heap_pos = i;
+    heap_sift_up(i);
+    heap_sift_down(buckets_[last].heap_pos);
+  }
+  bucket_at_.erase(bk.finish_ps);
+  free_buckets_.push_back(b);
+  if (last_bucket_ == b) last_bucket_ = kNone;
 }
 
-void FlowNetwork::heap_update(FlowId f) {
-  heap_sift_up(flows_[f].heap_pos);
-  heap_sift_down(flows_[f].heap_pos);
-}
-
+// Bucket finish times are distinct, so (finish time) alone is a total order.
 void FlowNetwork::heap_sift_up(std::uint32_t i) {
-  const FlowId f = heap_[i];
+  const std::uint32_t b = heap_[i];
+  const std::int64_t t = buckets_[b].finish_ps;
   while (i > 0) {
     const std::uint32_t parent = (i - 1) / 2;
-    if (!heap_before(f, heap_[parent])) break;
+    if (buckets_[heap_[parent]].finish_ps <= t) break;
     heap_[i] = heap_[parent];
-    flows_[heap_[i]].heap_pos = i;
+    buckets_[heap_[i]].heap_pos = i;
     i = parent;
   }
-  heap_[i] = f;
-  flows_[f].heap_pos = i;
+  heap_[i] = b;
+  buckets_[b].heap_pos = i;
 }
 
 void FlowNetwork::heap_sift_down(std::uint32_t i) {
   const auto n = static_cast<std::uint32_t>(heap_.size());
-  const FlowId f = heap_[i];
+  const std::uint32_t b = heap_[i];
+  const std::int64_t t = buckets_[b].finish_ps;
+  auto at = [this](std::uint32_t k) { return buckets_[heap_[k]].finish_ps; };
   for (;;) {
     const std::uint32_t l = 2 * i + 1;
     if (l >= n) break;
     std::uint32_t best = l;
-    if (l + 1 < n && heap_before(heap_[l + 1], heap_[l])) best = l + 1;
-    if (!heap_before(heap_[best], f)) break;
+    if (l + 1 < n && at(l + 1) < at(l)) best = l + 1;
+    if (at(best) >= t) break;
     heap_[i] = heap_[best];
-    flows_[heap_[i]].heap_pos = i;
+    buckets_[heap_[i]].heap_pos = i;
     i = best;
   }
-  heap_[i] = f;
-  flows_[f].heap_pos = i;
+  heap_[i] = b;
+  buckets_[b].heap_pos = i;
 }
 
 }  // namespace shardsim::sim

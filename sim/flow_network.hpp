@@ -11,9 +11,11 @@
 // breadth-first walk over link -> flows -> links, stamped with epochs (no clearing).
 //
 // Batching: all starts and ends at one instant are solved together, once (a "settle" event
-// at the current time for starts, the completion timer for ends). Completions are kept in an
-// indexed min-heap ordered by (finish time, flow id); the Simulator holds one timer event
-// for the earliest. Finish times round up to the picosecond, so a flow never completes
+// at the current time for starts, the completion timer for ends). Completions are grouped
+// by finish time: one bucket per distinct finish time, the buckets in an indexed min-heap
+// on that time, the flows of a bucket completed in flow-id order; the Simulator holds one
+// timer event for the earliest. Collective steps finish many flows at one instant (a ring
+// step: one per rank), which then cost O(1) each instead of a heap pop each. Finish times round up to the picosecond, so a flow never completes
 // before its last byte. Route latency is not modelled here: callers delay start() by it.
 //
 // Complexity per change: O(component flows x route length + links x bottleneck levels).
@@ -21,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/simulator.hpp"
@@ -76,7 +79,8 @@ class FlowNetwork {
     Time start;
     std::int64_t finish_ps = 0;
     std::uint64_t tag = 0;
-    std::uint32_t heap_pos = kNone;
+    std::uint32_t bucket = kNone;  // completion bucket, kNone while unrated
+    std::uint32_t bucket_pos = 0;
     std::uint32_t epoch = 0;
     bool active = false;
   };
@@ -98,11 +102,15 @@ class FlowNetwork {
   void arm_timer();
   void on_timer();
   void detach(FlowId f);
-  // indexed heap on (finish_ps, flow id)
-  bool heap_before(FlowId a, FlowId b) const;
-  void heap_push(FlowId f);
-  void heap_remove(FlowId f);
-  void heap_update(FlowId f);
+  // completion buckets: flows sharing a finish time; an indexed min-heap of buckets on it
+  struct Bucket {
+    std::int64_t finish_ps = 0;
+    std::vector<FlowId> flows;
+    std::uint32_t heap_pos = kNone;
+  };
+  void schedule_completion(FlowId f);  // puts f in the bucket of f.finish_ps
+  void unschedule(FlowId f);           // takes f out of its bucket
+  void release_bucket(std::uint32_t b);
   void heap_sift_up(std::uint32_t i);
   void heap_sift_down(std::uint32_t i);
 
@@ -110,7 +118,11 @@ class FlowNetwork {
   std::vector<Link> links_;
   std::vector<Flow> flows_;
   std::vector<FlowId> free_flows_;
-  std::vector<FlowId> heap_;
+  std::vector<Bucket> buckets_;
+  std::vector<std::uint32_t> free_buckets_;
+  std::vector<std::uint32_t> heap_;                            // bucket indices
+  std::unordered_map<std::int64_t, std::uint32_t> bucket_at_;  // finish_ps -> bucket
+  std::uint32_t last_bucket_ = kNone;                          // most recently used bucket
   std::vector<LinkIndex> dirty_links_;
   std::vector<FlowId> pending_new_;   // started since the last settle, not yet rated
   std::vector<FlowId> zero_flows_;    // empty route or zero bytes: complete at settle

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "sim/error.hpp"
+#include "topologies/json_text.hpp"
 #include "topologies/presets.hpp"
 #include "topologies/registry.hpp"
 
@@ -20,11 +21,7 @@ std::string trim(const std::string& s) {
 }
 
 nlohmann::json parse_json(const std::string& text, const std::string& where) {
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(where, fmt::format("invalid JSON ({})", e.what()), "a JSON object describing a topology");
-  }
+  return parse_json_text(text, where, "a JSON object describing a topology");
 }
 
 std::string preset_patterns() {

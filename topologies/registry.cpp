@@ -88,7 +88,8 @@ Params::Params(const BuilderInfo& b, nlohmann::json obj, ParamContext ctx)
   effective_["builder"] = b.name;
   std::vector<std::string> keys;
   for (const auto& p : b.params) keys.push_back(p.key);
-  for (const auto& [k, v] : obj_.items()) {
+  for (const auto& item : obj_.items()) {
+    const std::string& k = item.key();  // not a structured binding: clang 14 cannot capture those
     if (std::find(common_keys().begin(), common_keys().end(), k) != common_keys().end()) continue;
     if (std::none_of(b.params.begin(), b.params.end(), [&](const ParamSpec& p) { return p.key == k; })) {
       throw ConfigError(ctx_.where(k), fmt::format("unknown key '{}' for builder '{}'", k, b.name),

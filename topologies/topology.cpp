@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <boost/graph/breadth_first_search.hpp>
+#include <atomic>
 #include <cmath>
 #include <deque>
 #include <limits>
@@ -75,6 +76,11 @@ std::shared_ptr<const Router> make_shortest_path_router() { return std::make_sha
 
 Topology::Topology() : router_(make_shortest_path_router()) {}
 
+std::uint64_t Topology::next_generation() {
+  static std::atomic<std::uint64_t> counter{0};
+  return ++counter;
+}
+
 NodeId Topology::add_device(Node n) {
   n.kind = NodeKind::device;
   const auto id = static_cast<NodeId>(nodes_.size());
@@ -115,7 +121,7 @@ LinkId Topology::add_link(NodeId src, NodeId dst, double bandwidth_Bps, double l
   links_.push_back(Link{src, dst, bandwidth_Bps, latency_s, cls});
   out_[src].push_back(id);
   boost::add_edge(src, dst, id, graph_);
-  route_cache_.clear();
+  clear_routes();
   return id;
 }
 
@@ -127,10 +133,16 @@ LinkId Topology::add_duplex(NodeId a, NodeId b, double bandwidth_Bps, double lat
 
 void Topology::set_router(std::shared_ptr<const Router> r) {
   router_ = std::move(r);
-  route_cache_.clear();
+  clear_routes();
 }
 
 const Route& Topology::route(NodeId src, NodeId dst) const {
+  const std::size_t nn = nodes_.size();
+  const bool dense = nn <= kDenseRouteNodes && src < nn && dst < nn;
+  if (dense) {
+    if (route_dense_.empty()) route_dense_.assign(nn * nn, nullptr);
+    if (const Route* r = route_dense_[static_cast<std::size_t>(src) * nn + dst]) return *r;
+  }
   const std::uint64_t key = (static_cast<std::uint64_t>(src) << 32) | dst;
   auto it = route_cache_.find(key);
   if (it != route_cache_.end()) return it->second;
@@ -141,7 +153,9 @@ const Route& Topology::route(NodeId src, NodeId dst) const {
     r.latency_s += links_[l].latency_s;
     r.bottleneck_Bps = std::min(r.bottleneck_Bps, links_[l].bandwidth_Bps);
   }
-  return route_cache_.emplace(key, std::move(r)).first->second;
+  const Route& stored = route_cache_.emplace(key, std::move(r)).first->second;
+  if (dense) route_dense_[static_cast<std::size_t>(src) * nn + dst] = &stored;
+  return stored;
 }
 
 double Topology::injection_Bps(NodeId device) const {

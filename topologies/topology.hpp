@@ -87,6 +87,9 @@ class Topology {
   LinkId add_duplex(NodeId a, NodeId b, double bandwidth_Bps, double latency_s, LinkClass cls);
 
   [[nodiscard]] std::size_t num_nodes() const { return nodes_.size(); }
+  /// Identifies this graph's links and routing: unique per process, renewed whenever a link
+  /// is added or the router changes. Caches of derived figures key on it.
+  [[nodiscard]] std::uint64_t generation() const { return generation_; }
   [[nodiscard]] std::size_t num_links() const { return links_.size(); }
   [[nodiscard]] std::size_t num_devices() const { return devices_.size(); }
   [[nodiscard]] const Node& node(NodeId n) const { return nodes_.at(n); }
@@ -149,6 +152,17 @@ class Topology {
   Graph graph_;
   std::shared_ptr<const Router> router_;
   mutable std::unordered_map<std::uint64_t, Route> route_cache_;
+  // Direct-indexed view of route_cache_ (src x nodes + dst) for graphs of at most
+  // kDenseRouteNodes nodes, so that analytical sweeps do not pay a hash lookup per transfer.
+  static constexpr std::size_t kDenseRouteNodes = 1536;
+  mutable std::vector<const Route*> route_dense_;
+  std::uint64_t generation_ = next_generation();
+  static std::uint64_t next_generation();
+  void clear_routes() {
+    route_cache_.clear();
+    route_dense_.clear();
+    generation_ = next_generation();
+  }
 };
 
 }  // namespace shardsim::topo

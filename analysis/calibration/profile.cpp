@@ -17,7 +17,7 @@ namespace {
 
 struct Point {
   const logs::BenchRecord* rec;
-  double x;  // S / B_decl (s) or S (bytes)
+  double x;  // T_decl (s) or S (bytes)
   topo::LinkClass cls;
 };
 
@@ -35,7 +35,14 @@ class DelegatingRouter final : public topo::Router {
   std::shared_ptr<const topo::Topology> orig_;
 };
 
-KindFit fit_kind(const std::vector<Point>& pts, bool with_topology, const std::string& where) {
+// Relative residuals: rows weighted by 1/t. Absolute: unweighted, the largest times dominate.
+enum class Weighting { relative, absolute };
+
+// t = alpha + slope x, by least squares; with `fixed_alpha` only the slope is fitted. A free
+// fit whose intercept comes out negative is redone with alpha = 0 (a negative time per message
+// has no meaning; the slope of the unconstrained line would then be too shallow).
+KindFit fit_kind(const std::vector<Point>& pts, bool with_topology, const std::string& where,
+                 std::optional<double> fixed_alpha, Weighting weighting) {
   std::set<double> xs;
   for (const auto& p : pts) xs.insert(p.x);
   if (xs.size() < 2) {
@@ -43,29 +50,54 @@ KindFit fit_kind(const std::vector<Point>& pts, bool with_topology, const std::s
                       "at least 2 distinct sizes to fit alpha and beta");
   }
   const auto m = static_cast<Eigen::Index>(pts.size());
-  Eigen::MatrixXd a(m, 2);
-  Eigen::VectorXd b(m);
-  for (Eigen::Index i = 0; i < m; ++i) {
-    const auto& p = pts[static_cast<size_t>(i)];
-    const double t = p.rec->time_us * 1e-6;
-    const double w = 1.0 / t;  // relative residuals
-    a(i, 0) = w;
-    a(i, 1) = w * p.x;
-    b(i) = w * t;
+  const auto weight = [&](double t) { return weighting == Weighting::relative ? 1.0 / t : 1.0; };
+  double alpha = 0, slope = 0;
+  const auto fit_slope = [&](double a0) {
+    Eigen::MatrixXd a(m, 1);
+    Eigen::VectorXd b(m);
+    for (Eigen::Index i = 0; i < m; ++i) {
+      const auto& p = pts[static_cast<size_t>(i)];
+      const double t = p.rec->time_us * 1e-6;
+      a(i, 0) = weight(t) * p.x;
+      b(i) = weight(t) * (t - a0);
+    }
+    return a.colPivHouseholderQr().solve(b)(0);
+  };
+  if (fixed_alpha) {
+    alpha = *fixed_alpha;
+    slope = fit_slope(alpha);
+  } else {
+    Eigen::MatrixXd a(m, 2);
+    Eigen::VectorXd b(m);
+    for (Eigen::Index i = 0; i < m; ++i) {
+      const auto& p = pts[static_cast<size_t>(i)];
+      const double t = p.rec->time_us * 1e-6;
+      a(i, 0) = weight(t);
+      a(i, 1) = weight(t) * p.x;
+      b(i) = weight(t) * t;
+    }
+    const Eigen::Vector2d sol = a.colPivHouseholderQr().solve(b);
+    alpha = sol(0);
+    slope = sol(1);
+    if (alpha < 0) {
+      alpha = 0;
+      slope = fit_slope(0);
+    }
   }
-  const Eigen::Vector2d sol = a.colPivHouseholderQr().solve(b);
-  if (!(sol(1) > 0)) {
-    throw ConfigError(where, fmt::format("a fitted slope of {} s per unit", sol(1)), "time growing with size");
+  if (!(slope > 0)) {
+    throw ConfigError(where, fmt::format("a fitted slope of {} s per unit", slope), "time growing with size");
   }
   KindFit f;
-  f.alpha_s = std::max(0.0, sol(0));
-  if (with_topology) f.efficiency = 1.0 / sol(1);
-  else f.bandwidth_Bps = 1.0 / sol(1);
+  f.alpha_s = alpha;
+  f.alpha_fixed = fixed_alpha.has_value();
+  f.weighting = weighting == Weighting::relative ? "relative" : "absolute";
+  if (with_topology) f.efficiency = 1.0 / slope;
+  else f.bandwidth_Bps = 1.0 / slope;
   f.points = static_cast<int>(m);
   double ss = 0;
   for (const auto& p : pts) {
     const double t = p.rec->time_us * 1e-6;
-    const double r = (sol(0) + sol(1) * p.x - t) / t;
+    const double r = (alpha + slope * p.x - t) / t;
     ss += r * r;
     f.max_abs_rel_residual = std::max(f.max_abs_rel_residual, std::fabs(r));
   }
@@ -120,6 +152,29 @@ std::pair<double, topo::LinkClass> route_bottleneck(const topo::Topology& t, std
   return {bw, cls};
 }
 
+std::pair<double, topo::LinkClass> declared_p2p_time(const topo::Topology& t, const std::string& kind, std::size_t peer,
+                                                     double bytes) {
+  if (kind == "pingpong") {
+    const auto [bw, cls] = route_bottleneck(t, 0, peer);
+    return {bytes / bw, cls};
+  }
+  // exchange: equal flows that start together; under max-min sharing the flows of the most
+  // loaded link (load = flows x bytes / bandwidth) finish last, at that load.
+  std::map<topo::LinkId, int> flows;
+  for (const auto l : t.rank_route(0, peer).links) ++flows[l];
+  for (const auto l : t.rank_route(peer, 0).links) ++flows[l];
+  double worst = 0;
+  topo::LinkClass cls = topo::LinkClass::loopback;
+  for (const auto& [l, n] : flows) {
+    const double s = n * bytes / t.link(l).bandwidth_Bps;
+    if (s > worst) {
+      worst = s;
+      cls = t.link(l).cls;
+    }
+  }
+  return {worst, cls};
+}
+
 Profile fit_profile(const std::vector<logs::BenchRecord>& records, const FitOptions& o) {
   std::map<std::pair<topo::LinkClass, std::string>, std::vector<Point>> groups;
   std::set<std::string> hosts, dates;
@@ -133,8 +188,9 @@ Profile fit_profile(const std::vector<logs::BenchRecord>& records, const FitOpti
       const std::string key = r.topology.dump();
       auto it = topo_cache.find(key);
       if (it == topo_cache.end()) it = topo_cache.emplace(key, record_topology(r.topology, r.source + ": topology")).first;
-      const auto [bw, cls] = route_bottleneck(it->second, 0, static_cast<std::size_t>(r.peer.value_or(1)));
-      p.x = static_cast<double>(r.bytes) / bw;
+      const auto [x, cls] = declared_p2p_time(it->second, r.collective, static_cast<std::size_t>(r.peer.value_or(1)),
+                                              static_cast<double>(r.bytes));
+      p.x = x;
       p.cls = cls;
       any_topology = true;
     } else {
@@ -164,10 +220,26 @@ Profile fit_profile(const std::vector<logs::BenchRecord>& records, const FitOpti
       c->cls = cls;
       c->min_bytes = UINT64_MAX;
     }
-    c->fits[kind] = fit_kind(pts, any_topology, fmt::format("calibrate: {} {}", topo::to_string(cls), kind));
     for (const auto& p : pts) {
       c->min_bytes = std::min(c->min_bytes, p.rec->bytes);
       c->max_bytes = std::max(c->max_bytes, p.rec->bytes);
+    }
+  }
+  // Per class: pingpong first (alpha, relative residuals: the small sizes set the intercept),
+  // then exchange with alpha fixed to the pingpong's and absolute residuals (the large sizes,
+  // where the time is bandwidth, set the efficiency, as osu_bibw's large sizes do; the jitter
+  // of latency-bound small exchanges must not set beta). Without pingpong records, exchange
+  // alone fits both, relative.
+  for (auto& c : prof.classes) {
+    const std::string w = fmt::format("calibrate: {} ", topo::to_string(c.cls));
+    const auto pp = groups.find({c.cls, "pingpong"});
+    const auto ex = groups.find({c.cls, "exchange"});
+    if (pp != groups.end()) c.fits["pingpong"] = fit_kind(pp->second, any_topology, w + "pingpong", std::nullopt, Weighting::relative);
+    if (ex != groups.end()) {
+      c.fits["exchange"] = pp != groups.end()
+                               ? fit_kind(ex->second, any_topology, w + "exchange", c.fits.at("pingpong").alpha_s,
+                                          Weighting::absolute)
+                               : fit_kind(ex->second, any_topology, w + "exchange", std::nullopt, Weighting::relative);
     }
   }
   for (auto& c : prof.classes) {
@@ -195,7 +267,8 @@ Profile fit_profile(const std::vector<logs::BenchRecord>& records, const FitOpti
                      {"hosts", std::vector<std::string>(hosts.begin(), hosts.end())},
                      {"dates", dates.empty() ? nlohmann::json::array() : nlohmann::json::array({*dates.begin(), *dates.rbegin()})},
                      {"records", prof.residuals.size()},
-                     {"method", "weighted least squares on t = alpha + S/(eff B_decl), weights 1/t (Eigen ColPivHouseholderQR)"}};
+                     {"method", "least squares on t = alpha + T_decl(S)/eff (Eigen ColPivHouseholderQR): alpha from pingpong "
+                                "(weights 1/t), eff from exchange with that alpha (unweighted)"}};
   return prof;
 }
 
@@ -204,7 +277,8 @@ nlohmann::json to_json(const Profile& p) {
   for (const auto& c : p.classes) {
     nlohmann::json fits = nlohmann::json::object();
     for (const auto& [kind, f] : c.fits) {
-      fits[kind] = {{"alpha_s", f.alpha_s}, {"efficiency", opt(f.efficiency)}, {"bandwidth_Bps", opt(f.bandwidth_Bps)},
+      fits[kind] = {{"alpha_s", f.alpha_s}, {"alpha_fixed", f.alpha_fixed}, {"weighting", f.weighting},
+                    {"efficiency", opt(f.efficiency)}, {"bandwidth_Bps", opt(f.bandwidth_Bps)},
                     {"points", f.points}, {"rms_rel_residual", f.rms_rel_residual},
                     {"max_abs_rel_residual", f.max_abs_rel_residual}};
     }
@@ -295,6 +369,24 @@ coll::CostParams calibrated_cost(const topo::Topology& t, const Profile& p, coll
   (void)bw;
   if (const auto* k = p.find(cls)) base.step_overhead_s = k->alpha_s;
   return base;
+}
+
+AppliedProfile apply_profile(const topo::Topology& t, const Profile& p, coll::CostParams base, const std::string& where) {
+  std::set<std::string> have, calibrated;
+  bool any = false;
+  for (const auto& l : t.links()) {
+    have.insert(topo::to_string(l.cls));
+    any = any || p.find(l.cls) != nullptr;
+  }
+  if (!any) {
+    for (const auto& c : p.classes) calibrated.insert(topo::to_string(c.cls));
+    std::string h, k;
+    for (const auto& x : have) h += (h.empty() ? "" : ", ") + x;
+    for (const auto& x : calibrated) k += (k.empty() ? "" : ", ") + x;
+    throw ConfigError(where, fmt::format("a profile of link class(es) {} for a topology of {}", k, h),
+                      "a profile calibrating at least one link class of the topology");
+  }
+  return {calibrated_topology(t, p), calibrated_cost(t, p, base)};
 }
 
 }  // namespace shardsim::calib

@@ -34,14 +34,15 @@ void run_calibrate(const CalibrateOptions& o) {
   std::ofstream out(o.out, std::ios::trunc);
   if (!out) throw ConfigError("--out", o.out, "a writable path");
   out << j.dump(2) << '\n';
-  fmt::print("# {:<10} {:<9} {:>6} {:>12} {:>11} {:>15} {:>10} {:>10}\n", "class", "kind", "points", "alpha_us",
-             "efficiency", "bandwidth", "rms_resid", "max_resid");
+  fmt::print("# {:<10} {:<9} {:>6} {:>18} {:>11} {:>15} {:>10} {:>10} {:>9}\n", "class", "kind", "points", "alpha_us",
+             "efficiency", "bandwidth", "rms_resid", "max_resid", "residuals");
   for (const auto& c : prof.classes) {
     for (const auto& [kind, f] : c.fits) {
-      fmt::print("  {:<10} {:<9} {:>6} {:>12.2f} {:>11} {:>15} {:>9.2f}% {:>9.2f}%\n", topo::to_string(c.cls), kind,
-                 f.points, f.alpha_s * 1e6, f.efficiency ? fmt::format("{:.4f}", *f.efficiency) : "-",
+      fmt::print("  {:<10} {:<9} {:>6} {:>18} {:>11} {:>15} {:>9.2f}% {:>9.2f}% {:>9}\n", topo::to_string(c.cls), kind,
+                 f.points, fmt::format("{:.2f}{}", f.alpha_s * 1e6, f.alpha_fixed ? " (fixed)" : ""),
+                 f.efficiency ? fmt::format("{:.4f}", *f.efficiency) : "-",
                  f.bandwidth_Bps ? units::format_rate(*f.bandwidth_Bps) : "-", 100 * f.rms_rel_residual,
-                 100 * f.max_abs_rel_residual);
+                 100 * f.max_abs_rel_residual, f.weighting);
     }
     fmt::print("  {:<10} profile: alpha {:.2f} us (pingpong), {} (exchange), sizes {}..{}\n", topo::to_string(c.cls),
                c.alpha_s * 1e6,

@@ -78,6 +78,9 @@ void setup_collective(CLI::App& root) {
   sub->add_option("--chunks", o->run.chunks, "Pipelining chunks (0 = algorithm default)")->default_val(0);
   sub->add_option("--reduce-bw", o->run.reduce_bw, "Local reduction throughput per rank (e.g. 1TB/s; default free)");
   sub->add_option("--step-overhead", o->run.step_overhead, "Software overhead per step (e.g. 5us; default 0)");
+  sub->add_option("--profile", o->run.profile,
+                  "Calibration profile (shardsim calibrate): calibrated bandwidth per link class, alpha as step overhead")
+      ->check(CLI::ExistingFile);
   sub->add_flag("--json", o->json, "Print a JSON array instead of a table");
   sub->add_option("--csv", o->csv, "Also write the rows as CSV");
   sub->add_option("--timeline", o->run.timeline, "Write a Perfetto/Chrome trace of the flow run (one size)");
@@ -102,7 +105,7 @@ const ListRegistration list_algorithms{"algorithms", "collective algorithms", pr
 
 const analysis::ScenarioRegistration scenario{analysis::ScenarioCommand{
     "collective",
-    {"topology", "op", "bytes", "ranks", "algorithm", "fidelity", "chunks", "reduce-bw", "step-overhead"},
+    {"topology", "op", "bytes", "ranks", "algorithm", "fidelity", "chunks", "reduce-bw", "step-overhead", "profile"},
     [](const nlohmann::json& flags) {
       auto o = collective_options_from_json(flags);
       nlohmann::json arr = nlohmann::json::array();

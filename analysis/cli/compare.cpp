@@ -27,7 +27,9 @@ std::vector<std::string> parse_strategies(const std::string& list) {
   std::stringstream ss(list);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    step::strategy_from_string(item, "--strategies");  // validates, listing the valid names
+    // Validates, listing the valid names; `trace` (replay of a trace's own collectives) is
+    // accepted here but not part of "all", which means the weight-update strategies.
+    step::strategy_from_string(item, "--strategies", step::StrategySet::with_trace);
     out.push_back(item);
   }
   if (out.empty()) throw ConfigError("--strategies", "an empty list", "'all' or a comma list of strategies");
@@ -103,7 +105,8 @@ void setup_compare(CLI::App& root) {
   sub->add_option("--trace", o->trace, "Native trace JSON (docs/trace-format.md)");
   sub->add_option("--topology,-t", o->topology, "Topology preset, JSON file or builder spec")->required();
   sub->add_option("--device,-d", o->device, "Device (default: the topology's)");
-  sub->add_option("--strategies,-s", o->strategies, "'all' or a comma list (replicated,sharded,zero3)");
+  sub->add_option("--strategies,-s", o->strategies,
+                  "'all' (the weight-update strategies) or a comma list (trace,replicated,sharded,zero3)");
   sub->add_option("--optimizer,-o", o->optimizer, "Optimizer");
   sub->add_option("--precision", o->precision, "mixed | fp32");
   sub->add_option("--batch-per-device,-b", o->batch, "Samples per device per micro-batch");

@@ -1,12 +1,16 @@
 // shardsim step: one data-parallel training step of a zoo model or a trace on a topology
-// (DESIGN 5): breakdown, memory, MFU. The flags -> result path is the `step` scenario
-// command (analysis/scenario), shared with `compare`, `study` and sweeps. Also registers
-// `shardsim list models|devices|strategies|optimizers`.
+// (DESIGN 5): breakdown, memory, MFU. A trace that records collectives is replayed with them
+// (strategy `trace`, the default for such a trace); a weight-update strategy replaces them.
+// The flags -> result path is the `step` scenario command (analysis/scenario), shared with
+// `compare`, `study` and sweeps. Also registers `shardsim list models|devices|strategies|
+// optimizers`.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "analysis/cli/command.hpp"
 #include "analysis/output/table.hpp"
@@ -113,7 +117,14 @@ json run_step_flags(const json& flags, std::vector<step::Interval>* timeline) {
     throw ConfigError("--seq", show(flags.at("seq")), "a positive sequence length");
   }
   step::StepConfig c;
-  c.strategy = step::strategy_from_string(flag_str(flags, "strategy", "replicated"), "--strategy");
+  // Default: `trace` for a trace that records collectives (they are replayed), else replicated.
+  const std::string strategy_name = flag_str(flags, "strategy", "");
+  std::optional<step::Strategy> strategy;
+  if (!strategy_name.empty()) strategy = step::strategy_from_string(strategy_name, "--strategy", step::StrategySet::with_trace);
+  if (strategy == step::Strategy::trace && !model.empty()) {
+    throw ConfigError("--strategy", fmt::format("trace with --model {}", model),
+                      "--trace FILE (the trace strategy replays a trace's recorded collectives; a zoo model records none)");
+  }
   c.optimizer = &opt::find_optimizer(flag_str(flags, "optimizer", "adam"), "--optimizer");
   c.precision = opt::precision_from_string(flag_str(flags, "precision", "mixed"), "--precision");
   const auto fidelity = step::fidelity_from_string(flag_str(flags, "fidelity", "analytical"), "--fidelity");
@@ -140,13 +151,6 @@ json run_step_flags(const json& flags, std::vector<step::Interval>* timeline) {
     device_name = device_name_for(topo.device_model);
   }
   const auto& dev = compute::find_device(device_name, "--device");
-  c.dp = flag_uint(flags, "dp", topo.num_devices(), "a positive data-parallel size");
-  if (c.dp > topo.num_devices()) {
-    throw ConfigError("--dp", fmt::format("{} ranks on a topology of {} devices", c.dp, topo.num_devices()),
-                      "at most the topology's device count");
-  }
-  c.shard_group = flag_uint(flags, "shard-group", 0, "a positive subgroup size that divides the data-parallel size");
-  step::validate(c);
 
   trace::Trace tr;
   std::uint64_t batch = 0;
@@ -161,7 +165,32 @@ json run_step_flags(const json& flags, std::vector<step::Interval>* timeline) {
     scale_trace(tr, batch);
   }
   const auto w = trace::to_workload(tr);
-  step::TopologyComm comm(topo, fidelity, flag_str(flags, "algorithm", "auto"));
+  const std::uint64_t trace_collectives = w.recorded_collectives();
+  c.strategy = strategy.value_or(trace_collectives > 0 ? step::Strategy::trace : step::Strategy::replicated);
+  const bool replay = c.strategy == step::Strategy::trace;
+
+  // Replay: the job the trace recorded spans its largest collective group (a larger group than
+  // the topology is reported by the step model, naming the op).
+  std::uint64_t dp_default = topo.num_devices();
+  if (replay) {
+    std::uint64_t largest = 1;
+    for (const auto& o : w.recorded) {
+      if (o.collective) largest = std::max<std::uint64_t>(largest, o.collective->group_size);
+    }
+    dp_default = std::min<std::uint64_t>(largest, topo.num_devices());
+  }
+  c.dp = flag_uint(flags, "dp", dp_default, "a positive data-parallel size");
+  if (c.dp > topo.num_devices()) {
+    throw ConfigError("--dp", fmt::format("{} ranks on a topology of {} devices", c.dp, topo.num_devices()),
+                      "at most the topology's device count");
+  }
+  c.shard_group = flag_uint(flags, "shard-group", 0, "a positive subgroup size that divides the data-parallel size");
+  step::validate(c);
+
+  // A recorded collective has no dtype in the native trace: it is costed with the element size
+  // of `shardsim collective` (CollectiveOp's default), so both commands give the same time.
+  step::TopologyComm comm(topo, fidelity, flag_str(flags, "algorithm", "auto"), {},
+                          replay ? coll::CollectiveOp{}.element_bytes : 2);
   const auto r = step::simulate_step(w, dev, c, comm);
   if (timeline) *timeline = r.timeline;
 
@@ -196,8 +225,10 @@ json run_step_flags(const json& flags, std::vector<step::Interval>* timeline) {
   out["updated_elements"] = r.updated_elements;
   out["hbm_bytes"] = r.hbm_bytes;
   out["memory_bytes"] = memory_json(r.memory);
-  out["dropped_trace_collectives"] = w.dropped_collectives;
+  out["trace_collectives"] = trace_collectives;
+  out["dropped_trace_collectives"] = replay ? 0 : w.dropped_collectives;
   out["config"] = flags;
+  out["config"]["strategy"] = r.strategy;  // the effective one (a default depends on the trace)
   return out;
 }
 
@@ -223,6 +254,10 @@ std::string describe_step(const json& r) {
                    units::format_seconds(r.at("backward_s").get<double>()),
                    units::format_seconds(r.at("exposed_comm_s").get<double>()),
                    units::format_seconds(r.at("update_s").get<double>()), 100.0 * r.at("mfu").get<double>());
+  if (r.at("strategy") == "trace") {
+    s += fmt::format("replayed {} recorded collectives: communication {} in all\n", r.at("collectives").get<std::uint64_t>(),
+                     units::format_seconds(r.at("comm_s").get<double>()));
+  }
   if (r.at("padding_elements").get<std::uint64_t>() > 0) {
     s += fmt::format("padding: {} elements ({:.3g}% of the parameters)\n", r.at("padding_elements").get<std::uint64_t>(),
                      100.0 * r.at("padding_fraction").get<double>());
@@ -231,7 +266,7 @@ std::string describe_step(const json& r) {
 }
 
 struct StepCliOptions {
-  std::string model, trace, topology, device, strategy = "replicated", optimizer = "adam", precision = "mixed";
+  std::string model, trace, topology, device, strategy, optimizer = "adam", precision = "mixed";
   std::string fidelity = "analytical", algorithm = "auto", compute = "roofline", bucket, timeline;
   double batch = 0, seq = 0;
   std::uint64_t dp = 0, grad_accum = 1, shard_group = 0;
@@ -244,7 +279,7 @@ json to_flags(const StepCliOptions& o, CLI::App* sub) {
   if (!o.trace.empty()) f["trace"] = o.trace;
   f["topology"] = o.topology;
   if (!o.device.empty()) f["device"] = o.device;
-  f["strategy"] = o.strategy;
+  if (!o.strategy.empty()) f["strategy"] = o.strategy;
   f["optimizer"] = o.optimizer;
   f["precision"] = o.precision;
   f["fidelity"] = o.fidelity;
@@ -280,7 +315,8 @@ void add_step_options(CLI::App* sub, StepCliOptions& o) {
   sub->add_option("--trace", o.trace, "Native trace JSON (docs/trace-format.md)");
   sub->add_option("--topology,-t", o.topology, "Topology preset, JSON file or builder spec")->required();
   sub->add_option("--device,-d", o.device, "Device (default: the topology's; shardsim list devices)");
-  sub->add_option("--strategy,-s", o.strategy, "Strategy (shardsim list strategies)");
+  sub->add_option("--strategy,-s", o.strategy,
+                  "Strategy (shardsim list strategies; default: trace for a --trace with collectives, else replicated)");
   sub->add_option("--optimizer,-o", o.optimizer, "Optimizer (shardsim list optimizers)");
   sub->add_option("--precision", o.precision, "mixed | fp32");
   sub->add_option("--batch-per-device,-b", o.batch, "Samples per device per micro-batch");
@@ -308,7 +344,7 @@ void setup_step(CLI::App& root) {
     const json flags = to_flags(*o, sub);
     std::vector<step::Interval> tl;
     const json r = run_step_flags(flags, o->timeline.empty() ? nullptr : &tl);
-    if (!o->timeline.empty()) write_timeline(tl, flags, o->timeline);
+    if (!o->timeline.empty()) write_timeline(tl, r.at("config"), o->timeline);
     if (o->json_out) std::cout << r.dump(2) << "\n";
     else fmt::print("{}", describe_step(r));
   });
@@ -338,11 +374,13 @@ const ListRegistration list_devices{"devices", "accelerator presets for --device
   fmt::print("{}", t.str());
 }};
 
-const ListRegistration list_strategies{"strategies", "weight-update strategies for --strategy", [] {
-  for (const auto& s : step::strategies()) {
+const ListRegistration list_strategies{"strategies", "weight-update strategies (and trace replay) for --strategy", [] {
+  auto print = [](const step::StrategyInfo& s) {
     fmt::print("{:<11} {} ({})\n", s.name, s.description, s.source);
     for (const auto& p : s.params) fmt::print("{:<11}   --{} ({}, default {}): {}\n", "", p.key, p.type, p.default_value, p.doc);
-  }
+  };
+  for (const auto& s : step::strategies()) print(s);
+  print(step::trace_strategy());
 }};
 
 const ListRegistration list_optimizers{"optimizers", "optimizers for --optimizer", [] {

@@ -5,6 +5,7 @@
 #include <limits>
 #include <numeric>
 
+#include "analysis/calibration/profile.hpp"
 #include "analysis/output/table.hpp"
 #include "analysis/output/timeline.hpp"
 #include "models/collectives/algorithm.hpp"
@@ -54,6 +55,24 @@ std::vector<CollectiveResult> run_collective(const CollectiveOptions& o) {
   if (!o.reduce_bw.empty()) params.reduce_Bps = units::parse_rate_Bps(o.reduce_bw, "--reduce-bw");
   if (!o.step_overhead.empty()) params.step_overhead_s = units::parse_seconds(o.step_overhead, "--step-overhead");
   params.chunks = o.chunks;
+  nlohmann::json profile_config = nullptr;
+  if (!o.profile.empty()) {
+    if (!o.step_overhead.empty()) {
+      throw ConfigError("--profile", "both --profile and --step-overhead",
+                        "one of them (the profile's alpha is the step overhead)");
+    }
+    const calib::Profile prof = calib::load_profile(o.profile);
+    auto applied = calib::apply_profile(t, prof, params);
+    t = std::move(applied.topology);
+    params = applied.cost;
+    profile_config = {{"file", o.profile}, {"provenance", prof.provenance}};
+    for (const auto& c : prof.classes) {
+      profile_config["classes"][topo::to_string(c.cls)] = {
+          {"alpha_s", c.alpha_s},
+          {"efficiency", c.efficiency ? nlohmann::json(*c.efficiency) : nlohmann::json(nullptr)},
+          {"bandwidth_Bps", c.bandwidth_Bps ? nlohmann::json(*c.bandwidth_Bps) : nlohmann::json(nullptr)}};
+    }
+  }
 
   coll::CollectiveOp op;
   op.kind = kind;
@@ -69,7 +88,8 @@ std::vector<CollectiveResult> run_collective(const CollectiveOptions& o) {
                            {"chunks", o.chunks},
                            {"reduce_Bps", std::isfinite(params.reduce_Bps) ? nlohmann::json(params.reduce_Bps)
                                                                             : nlohmann::json("inf")},
-                           {"step_overhead_s", params.step_overhead_s}};
+                           {"step_overhead_s", params.step_overhead_s},
+                           {"profile", profile_config}};
 
   std::vector<CollectiveResult> out;
   for (auto size : sizes) {
@@ -177,9 +197,12 @@ CollectiveOptions collective_options_from_json(const nlohmann::json& j) {
       o.reduce_bw = str(key, v);
     } else if (key == "step-overhead") {
       o.step_overhead = str(key, v);
+    } else if (key == "profile") {
+      o.profile = str(key, v);
     } else {
       throw ConfigError("/" + key, fmt::format("unknown key '{}'", key),
-                        "one of topology, op, bytes, ranks, algorithm, fidelity, chunks, reduce-bw, step-overhead");
+                        "one of topology, op, bytes, ranks, algorithm, fidelity, chunks, reduce-bw, step-overhead, "
+                        "profile");
     }
   }
   if (o.topology.empty()) throw ConfigError("/topology", "no topology", "a topology (preset, file or builder spec)");

@@ -18,6 +18,10 @@ struct CollectiveOptions {
   std::uint32_t chunks = 0;
   std::string reduce_bw;      ///< empty = free
   std::string step_overhead;  ///< empty = 0
+  /// Calibration profile (shardsim calibrate): link bandwidths x efficiency per class and the
+  /// calibrated alpha as step overhead (analysis/calibration/profile.hpp apply_profile).
+  /// Empty = declared values. Exclusive with step_overhead.
+  std::string profile;
   std::string timeline;       ///< Perfetto trace path (flow fidelity, one size)
 };
 

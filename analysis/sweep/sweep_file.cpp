@@ -7,6 +7,7 @@
 
 #include "analysis/scenario/scenario.hpp"
 #include "sim/error.hpp"
+#include "topologies/json_text.hpp"
 
 namespace shardsim::sweep {
 namespace {
@@ -244,18 +245,16 @@ std::vector<const nlohmann::json*> SweepSpec::axis_values(std::uint64_t i) const
   return v;
 }
 
+SweepSpec parse_sweep(std::string_view text, const std::string& source) {
+  return SweepSpec(parse_json_text(text, source, "a sweep object with keys base and axes"), source);
+}
+
 SweepSpec load_sweep_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path, "cannot open the file", "a readable sweep JSON file");
   std::stringstream ss;
   ss << in.rdbuf();
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(path, fmt::format("invalid JSON ({})", e.what()), "a sweep object with keys base and axes");
-  }
-  return SweepSpec(j, path);
+  return parse_sweep(ss.str(), path);
 }
 
 std::string scenario_hash(const nlohmann::json& scenario) {

@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace shardsim::sweep {
@@ -78,7 +79,12 @@ class SweepSpec {
   std::uint64_t size_ = 1;
 };
 
-/// Reads and validates a sweep file. Throws ConfigError for unreadable files or bad JSON.
+/// Parses and validates sweep JSON text; `source` names it in errors. Throws ConfigError for
+/// bad JSON (with the line and column) and JSON nested deeper than kMaxJsonDepth
+/// (topologies/json_text.hpp, with the byte offset), then as SweepSpec does.
+SweepSpec parse_sweep(std::string_view text, const std::string& source);
+
+/// Reads a sweep file and parse_sweep()s it. Throws ConfigError for unreadable files too.
 SweepSpec load_sweep_file(const std::string& path);
 
 /// A stable 64-bit FNV-1a hash of the scenario's canonical JSON (keys sorted, as

@@ -63,7 +63,7 @@ std::vector<int> bit_reversed_group(int n) {
 
 std::vector<Row> predict(const std::vector<logs::BenchRecord>& records, const Options& o) {
   std::vector<Row> rows;
-  std::map<std::string, topo::Topology> cache;
+  std::map<std::string, calib::AppliedProfile> cache;
   for (const auto& r : records) {
     if (logs::is_point_to_point(r.collective)) continue;
     const std::string where = fmt::format("{} ({} {} B)", r.source, r.collective, r.bytes);
@@ -73,10 +73,11 @@ std::vector<Row> predict(const std::vector<logs::BenchRecord>& records, const Op
     auto it = cache.find(key);
     if (it == cache.end()) {
       topo::Topology t = calib::record_topology(tj, where);
-      if (o.profile) t = calib::calibrated_topology(t, *o.profile);
-      it = cache.emplace(key, std::move(t)).first;
+      calib::AppliedProfile applied{t, coll::CostParams{}};
+      if (o.profile) applied = calib::apply_profile(t, *o.profile, {}, "--profile");
+      it = cache.emplace(key, std::move(applied)).first;
     }
-    const topo::Topology& t = it->second;
+    const topo::Topology& t = it->second.topology;
     if (static_cast<std::size_t>(r.ranks) > t.num_devices()) {
       throw ConfigError(where, fmt::format("{} ranks on a topology of {} devices", r.ranks, t.num_devices()),
                         "no more ranks than devices");
@@ -104,7 +105,7 @@ std::vector<Row> predict(const std::vector<logs::BenchRecord>& records, const Op
     }
     const coll::Algorithm& alg = coll::find_algorithm(ma->name, op.kind, where);
     if (auto why = alg.unsupported(t, op)) throw ConfigError(where, *why, "an algorithm that applies");
-    const coll::CostParams cost = o.profile ? calib::calibrated_cost(t, *o.profile) : coll::CostParams{};
+    const coll::CostParams cost = it->second.cost;
     Row row;
     row.record = r;
     row.topology = topology_label(tj);

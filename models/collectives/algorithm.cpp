@@ -45,34 +45,176 @@ const topo::Route& route_of(const topo::Topology& t, const CollectiveOp& op, con
   return t.route(a, b);
 }
 
-Hop step_hop(const topo::Topology& t, const CollectiveOp& op, const std::vector<Transfer>& transfers,
-             const CostParams& p) {
-  // Endpoint keys: group ranks as themselves, switch nodes offset past every rank.
+namespace {
+
+// step_hop without the cache.
+Hop compute_hop(const topo::Topology& t, const CollectiveOp& op, const std::vector<Transfer>& transfers,
+                const CostParams& p) {
+  Hop h;
+  auto self = [](const Transfer& x) { return !x.src_is_node && !x.dst_is_node && x.src == x.dst; };
+  if (transfers.size() == 1) {  // one transfer: no sharing, the route's own figures
+    if (!self(transfers.front())) {
+      const auto& r = route_of(t, op, transfers.front());
+      h.latency_s = r.latency_s;
+      h.bw_Bps = r.bottleneck_Bps;
+      h.pairs = 1;
+    }
+    h.alpha_s = h.latency_s + p.step_overhead_s;
+    return h;
+  }
+  // When no endpoint sends twice and none receives twice (ring, halving-doubling and tree
+  // steps), every share below is 1: B is the smallest link bandwidth on any route.
   const std::uint64_t n = op.group.size();
   auto key = [n](std::uint32_t e, bool node) { return node ? n + e : std::uint64_t{e}; };
-  std::unordered_map<std::uint64_t, std::uint32_t> by_src, by_dst;  // (link, endpoint) -> count
-  auto lk = [](topo::LinkId l, std::uint64_t e) { return (std::uint64_t{l} << 32) ^ e; };
-  for (const auto& x : transfers) {
-    if (!x.src_is_node && !x.dst_is_node && x.src == x.dst) continue;
-    for (topo::LinkId l : route_of(t, op, x).links) {
-      ++by_src[lk(l, key(x.src, x.src_is_node))];
-      ++by_dst[lk(l, key(x.dst, x.dst_is_node))];
+  {
+    thread_local std::vector<std::uint32_t> sent, recv;
+    thread_local std::uint32_t stamp = 0;
+    const std::size_t keys = n + t.num_nodes();
+    if (sent.size() < keys) {
+      sent.assign(keys, 0);
+      recv.assign(keys, 0);
+      stamp = 0;
+    }
+    if (++stamp == 0) {  // wrapped: clear the stamps
+      std::fill(sent.begin(), sent.end(), 0);
+      std::fill(recv.begin(), recv.end(), 0);
+      stamp = 1;
+    }
+    bool permutation = true;
+    for (const auto& x : transfers) {
+      if (self(x)) continue;
+      auto& s = sent[key(x.src, x.src_is_node)];
+      auto& d = recv[key(x.dst, x.dst_is_node)];
+      if (s == stamp || d == stamp) {
+        permutation = false;
+        break;
+      }
+      s = d = stamp;
+    }
+    if (permutation) {
+      for (const auto& x : transfers) {
+        if (self(x)) continue;
+        const auto& r = route_of(t, op, x);
+        h.latency_s = std::max(h.latency_s, r.latency_s);
+        h.bw_Bps = std::min(h.bw_Bps, r.bottleneck_Bps);
+        ++h.pairs;
+      }
+      h.alpha_s = h.latency_s + p.step_overhead_s;
+      return h;
     }
   }
-  Hop h;
-  for (const auto& x : transfers) {
-    if (!x.src_is_node && !x.dst_is_node && x.src == x.dst) continue;
-    const auto& r = route_of(t, op, x);
+  // General case: a transfer's share of link l is the larger of the number of the step's
+  // transfers from its source that cross l and the number to its destination that cross l.
+  // Group the transfers by source (then by destination) with one sort of (endpoint, index)
+  // keys; within a group (a rank's few concurrent sends) compare routes directly.
+  thread_local std::vector<std::uint64_t> order;
+  thread_local std::vector<std::uint32_t> share;  // per (transfer, route position)
+  thread_local std::vector<std::uint32_t> first;  // per transfer: offset into share
+  thread_local std::vector<const topo::Route*> routes;
+  const auto m = static_cast<std::uint32_t>(transfers.size());
+  routes.assign(m, nullptr);
+  first.assign(m + 1, 0);
+  for (std::uint32_t i = 0; i < m; ++i) {
+    if (!self(transfers[i])) routes[i] = &route_of(t, op, transfers[i]);
+    first[i + 1] = first[i] + (routes[i] ? static_cast<std::uint32_t>(routes[i]->links.size()) : 0);
+  }
+  share.assign(first[m], 1);
+  for (int side = 0; side < 2; ++side) {
+    order.clear();
+    for (std::uint32_t i = 0; i < m; ++i) {
+      if (!routes[i]) continue;
+      const auto& x = transfers[i];
+      order.push_back((side == 0 ? key(x.src, x.src_is_node) : key(x.dst, x.dst_is_node)) << 32 | i);
+    }
+    std::sort(order.begin(), order.end());
+    for (std::size_t g = 0; g < order.size();) {
+      std::size_t e = g + 1;
+      while (e < order.size() && (order[e] >> 32) == (order[g] >> 32)) ++e;
+      if (e - g > 1) {
+        for (std::size_t a = g; a < e; ++a) {
+          const auto i = static_cast<std::uint32_t>(order[a]);
+          const auto& li = routes[i]->links;
+          for (std::size_t k = 0; k < li.size(); ++k) {
+            std::uint32_t c = 0;
+            for (std::size_t b = g; b < e; ++b) {
+              const auto& lj = routes[static_cast<std::uint32_t>(order[b])]->links;
+              c += std::find(lj.begin(), lj.end(), li[k]) != lj.end() ? 1u : 0u;
+            }
+            share[first[i] + k] = std::max(share[first[i] + k], c);
+          }
+        }
+      }
+      g = e;
+    }
+  }
+  for (std::uint32_t i = 0; i < m; ++i) {
+    if (!routes[i]) continue;
+    const auto& r = *routes[i];
     h.latency_s = std::max(h.latency_s, r.latency_s);
-    for (topo::LinkId l : r.links) {
-      const std::uint32_t share = std::max(by_src[lk(l, key(x.src, x.src_is_node))],
-                                           by_dst[lk(l, key(x.dst, x.dst_is_node))]);
-      h.bw_Bps = std::min(h.bw_Bps, t.link(l).bandwidth_Bps / share);
+    for (std::size_t k = 0; k < r.links.size(); ++k) {
+      h.bw_Bps = std::min(h.bw_Bps, t.link(r.links[k]).bandwidth_Bps / share[first[i] + k]);
     }
     ++h.pairs;
   }
   h.alpha_s = h.latency_s + p.step_overhead_s;
   return h;
+}
+
+
+// A step's Hop depends on the topology, the group and which endpoints the transfers join,
+// not on their sizes; the algorithms' closed forms ask for the same patterns at every message
+// size and for every op of a training step. Remember recent answers per thread, keyed by
+// topology generation and verified against the full group and endpoint lists (no hash-only
+// match), so a sweep pays for each pattern once. Cleared when it reaches kMaxEntries.
+struct HopKey {
+  std::uint64_t generation = 0;
+  std::vector<int> group;
+  std::vector<std::uint64_t> ends;  // per transfer: src << 32 | dst, top bit = switch node
+  bool operator==(const HopKey&) const = default;
+};
+
+std::uint64_t mix(std::uint64_t h, std::uint64_t v) {  // boost::hash_combine's 64-bit form
+  return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 12) + (h >> 4));
+}
+
+}  // namespace
+
+Hop step_hop(const topo::Topology& t, const CollectiveOp& op, const std::vector<Transfer>& transfers,
+             const CostParams& p) {
+  constexpr std::size_t kMaxEntries = 4096;
+  thread_local std::unordered_map<std::uint64_t, std::vector<std::pair<HopKey, Hop>>> cache;
+  thread_local std::size_t entries = 0;
+  thread_local HopKey key;
+  key.generation = t.generation();
+  key.ends.clear();
+  std::uint64_t h = mix(t.generation(), op.group.size());
+  for (int g : op.group) h = mix(h, static_cast<std::uint64_t>(g));
+  for (const auto& x : transfers) {
+    const std::uint64_t e = std::uint64_t{x.src | (x.src_is_node ? 0x80000000u : 0u)} << 32 |
+                            (x.dst | (x.dst_is_node ? 0x80000000u : 0u));
+    key.ends.push_back(e);
+    h = mix(h, e);
+  }
+  auto& slot = cache[h];
+  for (const auto& [k, hop] : slot) {
+    if (k.generation == key.generation && k.ends == key.ends && k.group == op.group) {
+      Hop out = hop;
+      out.alpha_s = out.latency_s + p.step_overhead_s;
+      return out;
+    }
+  }
+  CostParams no_overhead = p;
+  no_overhead.step_overhead_s = 0;
+  Hop out = compute_hop(t, op, transfers, no_overhead);
+  if (entries >= kMaxEntries) {
+    cache.clear();
+    entries = 0;
+  }
+  key.group = op.group;
+  cache[h].emplace_back(key, out);
+  ++entries;
+  out.alpha_s = out.latency_s + p.step_overhead_s;
+  return out;
 }
 
 double gamma_s(double bytes, double reduce_Bps) {

@@ -185,15 +185,21 @@ class Runner {
     slot_step_[slot] = p.step;
     ++transfers_;
     const Time start = sim_.now() + Time::from_seconds(ix.routes[t]->latency_s) + overhead_;
-    // Transfers that start at the same instant share one event (a ring issues n at once).
-    auto& bucket = starts_[start.ps()];
-    if (bucket.empty()) {
-      sim_.schedule_at(start, [this, key = start.ps()] { start_bucket(key); });
+    // Transfers that start at the same instant share one event (a ring issues n at once);
+    // consecutive issues usually share the instant, so the last bucket is remembered.
+    if (start.ps() != last_start_ps_ || last_start_ == nullptr) {
+      auto& bucket = starts_[start.ps()];
+      if (bucket.empty()) {
+        sim_.schedule_at(start, [this, key = start.ps()] { start_bucket(key); });
+      }
+      last_start_ps_ = start.ps();
+      last_start_ = &bucket;
     }
-    bucket.push_back(slot);
+    last_start_->push_back(slot);
   }
 
   void start_bucket(std::int64_t key) {
+    if (key == last_start_ps_) last_start_ = nullptr;
     auto node = starts_.extract(key);
     for (std::uint32_t slot : node.mapped()) {
       InFlight& f = inflight_[slot];
@@ -266,6 +272,8 @@ class Runner {
   std::vector<std::uint32_t> slot_step_;
   std::vector<std::uint32_t> free_;
   std::unordered_map<std::int64_t, std::vector<std::uint32_t>> starts_;
+  std::int64_t last_start_ps_ = -1;
+  std::vector<std::uint32_t>* last_start_ = nullptr;  // starts_[last_start_ps_] while it exists
   std::size_t remaining_ = 0;
   std::uint64_t transfers_ = 0;
   Time finish_ = Time::zero();

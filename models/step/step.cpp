@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "models/step/replay.hpp"
 #include "sim/error.hpp"
 
 namespace shardsim::step {
@@ -14,6 +15,20 @@ void validate(const StepConfig& c) {
   if (c.dp == 0) throw ConfigError("--dp", "0", "a data-parallel size of at least 1");
   if (c.grad_accum == 0) throw ConfigError("--grad-accum", "0", "at least 1 micro-batch");
   if (c.bucket_bytes == 0) throw ConfigError("--bucket", "0 bytes", "a positive bucket size");
+  if (c.strategy == Strategy::trace) {
+    // The trace is one recorded step: replayed as is, not re-scheduled.
+    if (c.grad_accum != 1) {
+      throw ConfigError("--grad-accum", fmt::format("{} with --strategy trace", c.grad_accum),
+                        "1 (the trace strategy replays one recorded step as is)");
+    }
+    if (c.checkpointing) {
+      throw ConfigError("--checkpointing", "with --strategy trace", "no checkpointing (the trace records what ran)");
+    }
+    if (c.shard_group != 0) {
+      throw ConfigError("--shard-group", fmt::format("{} with --strategy trace", c.shard_group),
+                        "no shard group (the trace's collectives run as recorded)");
+    }
+  }
   if (c.shard_group != 0 && (c.shard_group > c.dp || c.dp % c.shard_group != 0)) {
     throw ConfigError("--shard-group", fmt::format("k = {} does not divide N = {}", c.shard_group, c.dp),
                       "a sharding subgroup size that divides the data-parallel size");
@@ -360,11 +375,19 @@ std::vector<std::uint64_t> fuse_and_pad(const std::vector<std::uint64_t>& tensor
 
 StepResult simulate_step(const Workload& w, const compute::Device& dev, const StepConfig& c, CommModel& comm) {
   validate(c);
-  if (w.ops.empty()) throw ConfigError(w.name.empty() ? "workload" : w.name, "no forward or backward ops", "at least one op");
+  const bool replay = c.strategy == Strategy::trace;
+  if (replay ? w.recorded.empty() : w.ops.empty()) {
+    throw ConfigError(w.name.empty() ? "workload" : w.name, replay ? "no recorded ops" : "no forward or backward ops",
+                      "at least one op");
+  }
   StepResult r;
   r.strategy = to_string(c.strategy);
-  StepSim sim(w, dev, c, comm, r);
-  sim.run();
+  if (replay) {
+    detail::replay_trace(w, dev, c, comm, r);
+  } else {
+    StepSim sim(w, dev, c, comm, r);
+    sim.run();
+  }
   const auto math = c.precision == opt::Precision::mixed ? compute::MathType::bf16 : compute::MathType::fp32;
   r.model_flops = w.model_flops() * c.grad_accum;
   r.mfu = r.step_time_s > 0 ? r.model_flops / (r.step_time_s * dev.peak(math)) : 0.0;
@@ -390,6 +413,11 @@ StepResult simulate_step(const Workload& w, const compute::Device& dev, const St
     }
     const double largest = *std::max_element(unit.begin(), unit.end());
     mi.buffers = largest * (2 * wb + gb);
+  } else if (replay) {
+    // The buffer of the largest recorded collective (one in flight: one FIFO stream).
+    for (const auto& o : w.recorded) {
+      if (o.collective) mi.buffers = std::max(mi.buffers, static_cast<double>(o.collective->size_bytes));
+    }
   } else {
     // Two buckets: one being communicated, one being filled (Li et al. 2020, sec. 3.2.3).
     mi.buffers = std::min(2.0 * static_cast<double>(c.bucket_bytes), P * gb);

@@ -26,6 +26,10 @@
 //  zero3: per unit, all-gather before its forward and again before its backward (the next
 //    unit's gather prefetched while the current one computes), reduce-scatter of its
 //    gradients after its backward, 1/N update (1.5x the all-reduce volume, ZeRO sec. 7.2.2).
+//  trace: no weight-update model; the trace's own ops (Workload::recorded: compute, update and
+//    collective ops with their dependencies) are replayed on the two streams as recorded, each
+//    collective costed by the CommModel for ranks 0..g-1 (replay.hpp). Rejects grad_accum > 1,
+//    checkpointing and a shard group; memory as replicated, buffers = the largest collective.
 // LAMB and Adafactor under a sharded update add one fused all-reduce (optimizer.hpp) before it.
 // Gradient accumulation runs forward/backward grad_accum times; gradients are communicated
 // once (zero3: reduce-scattered every micro-batch). Activation checkpointing keeps only each
@@ -33,6 +37,7 @@
 // Complexity: O(ops + tensors) plus one CommModel call per collective.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +56,8 @@ class CommModel {
  public:
   virtual ~CommModel() = default;
   virtual double time_s(coll::OpKind kind, std::uint64_t size_bytes, const std::vector<int>& group) = 0;
+  /// Devices a group may use (ranks 0..devices-1); nullopt = no limit.
+  [[nodiscard]] virtual std::optional<std::size_t> devices() const { return std::nullopt; }
 };
 
 /// A CommModel from a plain function (tests).
@@ -84,7 +91,7 @@ struct StepConfig {
 };
 
 /// Throws ConfigError (where = the flag) for: no optimizer, dp 0, k not dividing N,
-/// grad_accum 0, bucket 0.
+/// grad_accum 0, bucket 0; with the trace strategy, grad_accum > 1, checkpointing, a shard group.
 void validate(const StepConfig& c);
 
 struct Interval {
@@ -110,7 +117,9 @@ struct StepResult {
   std::vector<Interval> timeline;  ///< when record_timeline
 };
 
-/// Simulates one step. Throws ConfigError for an invalid config or a workload without ops.
+/// Simulates one step. Throws ConfigError for an invalid config or a workload without ops
+/// (the trace strategy: without recorded ops), and, with the trace strategy, for a recorded
+/// collective of more ranks than comm.devices().
 StepResult simulate_step(const Workload& w, const compute::Device& dev, const StepConfig& c, CommModel& comm);
 
 /// Buffers of `tensors` (element counts, in order): fused up to `bucket_elements` per buffer

@@ -43,6 +43,16 @@ const std::vector<StrategyInfo>& strategies() {
   return v;
 }
 
+const StrategyInfo& trace_strategy() {
+  static const StrategyInfo info{
+      Strategy::trace, "trace",
+      "replay of the trace's own collectives and update ops as recorded, with its dependencies, on the topology "
+      "(default for a --trace with collectives)",
+      "execution-trace replay as in Chakra, Sridharan et al. 2023, and ASTRA-sim 2.0, Won et al. 2023",
+      {}};
+  return info;
+}
+
 const char* to_string(Strategy s) {
   switch (s) {
     case Strategy::replicated: return "replicated";
@@ -50,16 +60,20 @@ const char* to_string(Strategy s) {
     case Strategy::zero1: return "zero1";
     case Strategy::zero2: return "zero2";
     case Strategy::zero3: return "zero3";
+    case Strategy::trace: return "trace";
   }
   return "?";
 }
 
-Strategy strategy_from_string(const std::string& s, const std::string& where) {
+Strategy strategy_from_string(const std::string& s, const std::string& where, StrategySet set) {
+  const bool trace = set == StrategySet::with_trace;
   for (const auto& i : strategies()) {
     if (i.name == s) return i.strategy;
   }
+  if (trace && s == trace_strategy().name) return Strategy::trace;
   std::string valid;
   for (const auto& i : strategies()) valid += (valid.empty() ? "" : ", ") + i.name;
+  if (trace) valid += ", " + trace_strategy().name;
   throw ConfigError(where, fmt::format("unknown strategy '{}'", s), "one of " + valid);
 }
 
@@ -70,6 +84,7 @@ ShardFactors shard_factors(Strategy s, std::uint64_t n, std::uint64_t k) {
     case Strategy::zero1: return {1, 1, n};
     case Strategy::zero2: return {1, n, n};
     case Strategy::zero3: return {n, n, n};
+    case Strategy::trace: return {1, 1, 1};
   }
   return {1, 1, 1};
 }

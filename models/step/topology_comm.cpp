@@ -13,8 +13,9 @@ Fidelity fidelity_from_string(const std::string& s, const std::string& where) {
   throw ConfigError(where, fmt::format("unknown fidelity '{}'", s), "one of analytical, flow");
 }
 
-TopologyComm::TopologyComm(const topo::Topology& t, Fidelity f, std::string algorithm, coll::CostParams p)
-    : t_(t), f_(f), algorithm_(std::move(algorithm)), p_(p) {}
+TopologyComm::TopologyComm(const topo::Topology& t, Fidelity f, std::string algorithm, coll::CostParams p,
+                           std::uint32_t element_bytes)
+    : t_(t), f_(f), algorithm_(std::move(algorithm)), p_(p), element_bytes_(element_bytes) {}
 
 double TopologyComm::time_s(coll::OpKind kind, std::uint64_t size_bytes, const std::vector<int>& group) {
   if (group.size() <= 1 || size_bytes == 0) return 0.0;
@@ -24,7 +25,7 @@ double TopologyComm::time_s(coll::OpKind kind, std::uint64_t size_bytes, const s
   op.kind = kind;
   op.size_bytes = size_bytes;
   op.group = group;
-  op.element_bytes = 2;
+  op.element_bytes = element_bytes_;
   const coll::Algorithm* alg = nullptr;
   double analytical = 0;
   if (algorithm_ == "auto") {
@@ -42,6 +43,15 @@ double TopologyComm::time_s(coll::OpKind kind, std::uint64_t size_bytes, const s
   double time = analytical;
   if (f_ == Fidelity::flow && alg != nullptr) {
     const auto schedule = alg->build(t_, op, p_);
+    for (const auto& st : schedule.steps) {
+      for (const auto& x : st.transfers) {
+        if (x.src_is_node || x.dst_is_node) {
+          throw ConfigError("--fidelity",
+                            fmt::format("flow with algorithm '{}', whose transfers end in a switch", alg->name()),
+                            "--fidelity analytical (the flow evaluator has no switch endpoints yet)");
+        }
+      }
+    }
     coll::FlowOptions fo;
     fo.cost = p_;
     time = coll::evaluate_flow(t_, op, schedule, fo).time_s;

@@ -6,6 +6,11 @@
 //  - flow: the same algorithm's schedule run on the flow network (coll::evaluate_flow).
 // Results are memoised per (kind, size, group), so a step with many same-sized collectives
 // (one per transformer layer) costs one evaluation per distinct collective.
+// This is the computation of `shardsim collective` (analysis/commands/collective_run.cpp) with
+// default CostParams: a collective of g ranks costs the same here as `shardsim collective
+// --ranks g` on the same topology, algorithm and fidelity (tests/models/step/
+// test_step_trace.cpp pins it). Flow fidelity rejects, as `collective` does, an algorithm
+// whose transfers end in a switch (the flow evaluator has no switch endpoints).
 // Not thread safe (memo, Topology route cache): one instance per thread.
 #include <map>
 #include <string>
@@ -25,8 +30,13 @@ Fidelity fidelity_from_string(const std::string& s, const std::string& where);
 class TopologyComm final : public CommModel {
  public:
   /// `algorithm`: a registered algorithm name or "auto". The topology must outlive this.
-  TopologyComm(const topo::Topology& t, Fidelity f, std::string algorithm = "auto", coll::CostParams p = {});
+  /// `element_bytes`: dtype size of the collectives (the strategies communicate bf16; a
+  /// recorded collective has no dtype in the native trace and uses CollectiveOp's default,
+  /// that of `shardsim collective`).
+  TopologyComm(const topo::Topology& t, Fidelity f, std::string algorithm = "auto", coll::CostParams p = {},
+               std::uint32_t element_bytes = 2);
   double time_s(coll::OpKind kind, std::uint64_t size_bytes, const std::vector<int>& group) override;
+  [[nodiscard]] std::optional<std::size_t> devices() const override { return t_.num_devices(); }
   /// Distinct collectives evaluated so far (memo size).
   [[nodiscard]] std::size_t evaluations() const { return memo_.size(); }
 
@@ -35,6 +45,7 @@ class TopologyComm final : public CommModel {
   Fidelity f_;
   std::string algorithm_;
   coll::CostParams p_;
+  std::uint32_t element_bytes_;
   std::map<std::tuple<int, std::uint64_t, std::vector<int>>, double> memo_;
 };
 

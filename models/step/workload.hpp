@@ -3,14 +3,20 @@
 // models layer's own terms (the native trace format lives in traces/; traces/trace/
 // workload.hpp converts). Ops keep their execution order; parameter tensors keep the unit
 // that declared them, so gradient buckets and FSDP units follow the model's structure.
+// `recorded` keeps the whole source trace (collectives, update ops, dependencies) for the
+// `trace` strategy, which replays it as recorded instead of modelling a weight update.
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "models/collectives/collective.hpp"
+
 namespace shardsim::step {
 
-enum class OpPhase : std::uint8_t { forward, backward };
+/// forward and backward: the strategies' ops (Workload::ops). update: recorded ops only.
+enum class OpPhase : std::uint8_t { forward, backward, update };
 
 struct WorkOp {
   OpPhase phase = OpPhase::forward;
@@ -19,6 +25,27 @@ struct WorkOp {
   double bytes = 0;                     ///< HBM bytes read + written
   std::uint64_t activation_bytes = 0;   ///< saved for backward (forward ops)
   std::optional<double> measured_s;     ///< measured duration (imported traces)
+};
+
+/// A collective as the source trace recorded it: kind, size S in the nccl-tests convention
+/// (DESIGN 2) and the number of ranks, which are topology devices 0..group_size-1.
+struct RecordedCollective {
+  coll::OpKind kind = coll::OpKind::allreduce;
+  std::uint64_t size_bytes = 0;
+  std::uint32_t group_size = 1;
+};
+
+/// One op of the source trace, in trace order: compute (roofline from flops and bytes, or
+/// measured_s) or, when `collective` is set, communication. `deps` are indices of earlier ops
+/// of Workload::recorded (data and control dependencies alike).
+struct RecordedOp {
+  std::string name;
+  OpPhase phase = OpPhase::forward;
+  double flops = 0;
+  double bytes = 0;
+  std::optional<double> measured_s;
+  std::optional<RecordedCollective> collective;
+  std::vector<std::size_t> deps;
 };
 
 struct ParamTensor {
@@ -39,6 +66,14 @@ struct Workload {
   std::vector<ParamTensor> params;      ///< declaration order
   std::uint64_t dropped_collectives = 0;  ///< communication ops of the source trace (replaced
                                           ///< by the strategy's own collectives)
+  std::vector<RecordedOp> recorded;       ///< every op of the source trace (strategy `trace`)
+
+  /// Number of recorded ops that are collectives.
+  [[nodiscard]] std::uint64_t recorded_collectives() const {
+    std::uint64_t n = 0;
+    for (const auto& o : recorded) n += o.collective ? 1 : 0;
+    return n;
+  }
 
   [[nodiscard]] std::uint64_t parameter_count() const {
     std::uint64_t n = 0;

@@ -28,14 +28,16 @@ void run_one(const std::string& label, const std::string& spec, const std::strin
   const double build_s = build.seconds();
   Stopwatch sw;
   const auto r = coll::evaluate_flow(t, op, s, {});
-  const double wall = sw.seconds();
+  const double wall = sw.seconds(), cpu = sw.cpu_seconds();
   const double analytical = algo.analytical(t, op, p).time_s;
   fmt::print(
-      "{}: {} ranks, simulated {:.6g} s (analytical {:.6g} s), wall {:.3f} s (+{:.3f} s setup; target < {} s), "
-      "{} events = {:.2f} M events/s, {} flows = {:.2f} M flow completions/s, peak RSS {:.0f} MiB\n",
-      label, t.num_devices(), r.time_s, analytical, wall, build_s, target_s, r.events,
+      "{}: {} ranks, simulated {:.6g} s (analytical {:.6g} s), wall {:.3f} s, cpu {:.3f} s (+{:.3f} s setup; "
+      "target < {} s), {} events = {:.2f} M events/s, {} flows = {:.2f} M flow completions/s (by cpu: {:.2f}), "
+      "peak RSS {:.0f} MiB\n",
+      label, t.num_devices(), r.time_s, analytical, wall, cpu, build_s, target_s, r.events,
       static_cast<double>(r.events) / wall / 1e6, r.network.flows_completed,
-      static_cast<double>(r.network.flows_completed) / wall / 1e6, peak_rss_mib());
+      static_cast<double>(r.network.flows_completed) / wall / 1e6,
+      static_cast<double>(r.network.flows_completed) / cpu / 1e6, peak_rss_mib());
 }
 
 }  // namespace

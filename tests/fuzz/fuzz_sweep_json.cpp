@@ -1,18 +1,36 @@
-// Sweep file loader (analysis/sweep/sweep_file.hpp SweepSpec): validation, then the first
-// and last scenario when there are any.
+// Sweep files (analysis/sweep/sweep_file.hpp parse_sweep): parsing and validation, then the
+// first and last scenario. The scenario commands are registered here under the names and
+// flag keys of the CLI's (analysis/cli/<command>.cpp; the CLI is not linked in); their
+// runners are never called, as loading a sweep runs nothing.
 #include <nlohmann/json.hpp>
 
+#include <stdexcept>
+
+#include "analysis/scenario/scenario.hpp"
 #include "analysis/sweep/sweep_file.hpp"
 #include "fuzz_common.hpp"
 
+namespace {
+
+nlohmann::json not_run(const nlohmann::json&) { throw std::logic_error("fuzz_sweep_json runs no scenario"); }
+
+const shardsim::analysis::ScenarioRegistration collective{
+    {"collective",
+     {"topology", "op", "bytes", "ranks", "algorithm", "fidelity", "chunks", "reduce-bw", "step-overhead"},
+     not_run}};
+const shardsim::analysis::ScenarioRegistration step{
+    {"step",
+     {"model", "trace", "topology", "device", "strategy", "optimizer", "batch-per-device", "seq", "fidelity",
+      "precision", "dp", "grad-accum", "checkpointing", "bucket", "shard-group", "no-defer", "no-fusion",
+      "no-prefetch", "algorithm", "compute", "timeline"},
+     not_run}};
+
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const auto j = nlohmann::json::parse(shardsim::fuzz::as_text(data, size), nullptr, false);
-  if (j.is_discarded()) return 0;
   return shardsim::fuzz::expect_config_errors_only([&] {
-    const shardsim::sweep::SweepSpec spec(j, "fuzz.json");
-    if (spec.size() > 0) {
-      (void)spec.scenario(0);
-      (void)spec.scenario(spec.size() - 1);
-    }
+    const auto spec = shardsim::sweep::parse_sweep(shardsim::fuzz::as_text(data, size), "fuzz.json");
+    (void)spec.scenario(0);
+    (void)spec.scenario(spec.size() - 1);
   });
 }

@@ -87,6 +87,13 @@ TEST_CASE("input that is none of preset, file, JSON or spec") {
   CHECK(error_of("/nonexistent/t.json", "--topology") ==
         "--topology: cannot open '/nonexistent/t.json'; expected a readable JSON file");
   CHECK(error_of("{\"builder\": ", "--topology").rfind("--topology: invalid JSON (", 0) == 0);
+  // fuzz_topology_json: 3000 levels overflowed the stack in nlohmann::json's recursive copy.
+  CHECK(error_of("{\"nodes\": " + std::string(3000, '[') + std::string(3000, ']') + "}", "--topology") ==
+        "--topology: byte 521: JSON nested more than 512 levels; expected a JSON object describing a topology");
+  // fuzz_topology_json: nlohmann reports a number beyond a double as out_of_range, not parse_error.
+  CHECK(error_of("{\"n\": 1e999}", "--topology") ==
+        "--topology: byte 6: invalid JSON ([json.exception.out_of_range.406] number overflow parsing '1e999'); "
+        "expected a JSON object describing a topology");
 }
 
 TEST_CASE("JSON errors name the file and the JSON pointer") {

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 
 #include "sim/error.hpp"
+#include "topologies/json_text.hpp"
 
 namespace shardsim::importers {
 
@@ -66,6 +68,15 @@ bool astra_v1_is_policy(std::string_view word) {
 AstraWorkload decode_astra_v1(std::string_view text, const std::string& source) {
   AstraWorkload w;
   w.source = source;
+  // Names and parameters go into the native trace's JSON, which must be UTF-8.
+  if (const auto bad = first_invalid_utf8(text); bad != std::string_view::npos) {
+    const auto nl = text.rfind('\n', bad);  // text[bad] itself is not '\n'
+    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(bad), '\n');
+    throw ConfigError(fmt::format("{}: line {}", source, line),
+                      fmt::format("byte 0x{:02x} at column {} is not UTF-8", static_cast<unsigned char>(text[bad]),
+                                  nl == std::string_view::npos ? bad + 1 : bad - nl),
+                      "ASCII or UTF-8 text");
+  }
   Lines lines{text};
   std::string_view line;
   auto where = [&] { return fmt::format("{}: line {}", source, lines.number); };
@@ -101,7 +112,9 @@ AstraWorkload decode_astra_v1(std::string_view text, const std::string& source) 
     throw ConfigError(where(), fmt::format("'{}' is not a layer count", line), "one integer 0..10000000");
   }
   const std::size_t fields = w.policy == "HYBRID_CUSTOMIZED" ? 13 : 12;
-  w.layers.reserve(static_cast<std::size_t>(*count));
+  // A layer line has at least 12 one-byte fields and their separators: a count the text
+  // cannot hold must not reserve gigabytes before the "file ends" error.
+  w.layers.reserve(std::min(static_cast<std::size_t>(*count), text.size() / 24));
   while (w.layers.size() < static_cast<std::size_t>(*count)) {
     if (!lines.next(line)) {
       throw ConfigError(source, fmt::format("file ends after {} of {} layers", w.layers.size(), *count),

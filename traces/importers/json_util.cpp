@@ -6,32 +6,12 @@
 #include <limits>
 
 #include "sim/error.hpp"
+#include "topologies/json_text.hpp"
 
 namespace shardsim::importers {
 
 nlohmann::json parse_json(std::string_view text, const std::string& source) {
-  // Depth check first, with a scan that skips strings, so the DOM is never built too deep.
-  int depth = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > 512) {
-        throw ConfigError(fmt::format("{}: byte {}", source, i), "JSON nested more than 512 levels",
-                          "a trace file");
-      }
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
+  check_json_depth(text, source, "a trace file");  // before anything recursive sees the DOM
   try {
     return nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
@@ -40,6 +20,12 @@ nlohmann::json parse_json(std::string_view text, const std::string& source) {
     if (const auto p = msg.find("] "); p != std::string::npos) msg = msg.substr(p + 2);
     // e.byte counts characters read, 1-based; report the 0-based offset of the bad one.
     throw ConfigError(fmt::format("{}: byte {}", source, e.byte > 0 ? e.byte - 1 : 0), fmt::format("invalid JSON ({})", msg),
+                      "valid JSON");
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number beyond the range of a double ("1e999"); nlohmann gives no position for it.
+    std::string msg = e.what();
+    if (const auto p = msg.find("] "); p != std::string::npos) msg = msg.substr(p + 2);
+    throw ConfigError(fmt::format("{}: byte {}", source, json_error_offset(text)), fmt::format("invalid JSON ({})", msg),
                       "valid JSON");
   }
 }

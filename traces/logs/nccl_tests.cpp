@@ -9,6 +9,7 @@
 #include <set>
 
 #include "sim/error.hpp"
+#include "topologies/json_text.hpp"
 #include "traces/logs/parse.hpp"
 #include "traces/logs/parse_util.hpp"
 
@@ -199,8 +200,9 @@ std::vector<BenchRecord> parse_nccl_tests_text(std::string_view text, const std:
         ++rank_lines;
         for (size_t i = 0; i + 1 < tok.size(); ++i) {
           if (tok[i] == "on") {
-            hosts.insert(std::string(tok[i + 1]));
-            ++per_host[std::string(tok[i + 1])];
+            const std::string host = utf8_or_throw(tok[i + 1], "host name", where);
+            hosts.insert(host);
+            ++per_host[host];
             break;
           }
         }
@@ -226,7 +228,7 @@ std::vector<BenchRecord> parse_nccl_tests_text(std::string_view text, const std:
     Pending p;
     p.line = lineno;
     p.bytes = parse_uint(tok[layout.size], "size", where);
-    p.dtype = std::string(tok[layout.type]);
+    p.dtype = utf8_or_throw(tok[layout.type], "type", where);
     p.time_us = parse_finite(tok[o.in_place ? layout.in_time : layout.time], "time", where);
     p.algbw = parse_finite(tok[o.in_place ? layout.in_algbw : layout.algbw], "algbw", where);
     p.busbw = parse_finite(tok[o.in_place ? layout.in_busbw : layout.busbw], "busbw", where);
@@ -241,12 +243,7 @@ std::vector<BenchRecord> parse_nccl_tests_text(std::string_view text, const std:
 }
 
 std::vector<BenchRecord> parse_nccl_tests_json(std::string_view text, const std::string& name, const ParseOptions& o) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(name, fmt::format("invalid JSON ({})", e.what()), "an nccl-tests -J report");
-  }
+  nlohmann::json j = parse_json_text(text, name, "an nccl-tests -J report");
   const auto ptr_where = [&](const std::string& p) { return fmt::format("{}#{}", name, p); };
   if (!j.is_object() || !j.contains("results") || !j["results"].is_array()) {
     throw ConfigError(ptr_where("/results"), "no results list", "an nccl-tests -J report (version 2)");
@@ -266,7 +263,7 @@ std::vector<BenchRecord> parse_nccl_tests_json(std::string_view text, const std:
   if (j.contains("config") && j["config"].is_object() && j["config"].contains("devices") &&
       j["config"]["devices"].is_array()) {
     const auto& devs = j["config"]["devices"];
-    ranks = static_cast<int>(devs.size());
+    if (!devs.empty()) ranks = static_cast<int>(devs.size());  // else: not in the log
     for (const auto& d : devs) {
       if (d.contains("hostname") && d["hostname"].is_string()) {
         hosts.insert(d["hostname"].get<std::string>());

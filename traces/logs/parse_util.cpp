@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "sim/error.hpp"
+#include "topologies/json_text.hpp"
 #include "traces/logs/record.hpp"
 
 namespace shardsim::logs {
@@ -69,6 +70,14 @@ std::uint64_t parse_uint(std::string_view tok, std::string_view column, const st
     throw ConfigError(where, fmt::format("{} '{}'", column, tok), "an unsigned integer");
   }
   return v;
+}
+
+std::string utf8_or_throw(std::string_view tok, std::string_view column, const std::string& where) {
+  if (const auto bad = first_invalid_utf8(tok); bad != std::string_view::npos) {
+    throw ConfigError(where, fmt::format("byte 0x{:02x} in the {} is not UTF-8", static_cast<unsigned char>(tok[bad]), column),
+                      "UTF-8 text");
+  }
+  return std::string(tok);
 }
 
 std::string canonical_or_throw(const std::string& name, const std::string& where) {

@@ -19,6 +19,9 @@ std::string base_name(const std::string& path);
 /// Whole token must be a finite number >= 0; else ConfigError(where, "<column> '<tok>' ...").
 double parse_finite(std::string_view tok, std::string_view column, const std::string& where);
 std::uint64_t parse_uint(std::string_view tok, std::string_view column, const std::string& where);
+/// The token as a string when it is UTF-8 (records are written as JSON, which must be); else
+/// ConfigError(where, "byte 0x.. in the <column> is not UTF-8", "UTF-8 text").
+std::string utf8_or_throw(std::string_view tok, std::string_view column, const std::string& where);
 /// canonical_collective() or ConfigError(where, "unknown collective '<name>'", valid list).
 std::string canonical_or_throw(const std::string& name, const std::string& where);
 

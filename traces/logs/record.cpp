@@ -13,6 +13,7 @@
 #include <ostream>
 
 #include "sim/error.hpp"
+#include "topologies/json_text.hpp"
 
 namespace shardsim::logs {
 namespace {
@@ -178,13 +179,7 @@ std::vector<BenchRecord> read_jsonl(std::istream& in, const std::string& name) {
     for (char c : line) blank = blank && std::isspace(static_cast<unsigned char>(c));
     if (blank) continue;
     const std::string where = fmt::format("{}:{}", name, lineno);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw ConfigError(where, fmt::format("invalid JSON ({})", e.what()), "one JSON record per line");
-    }
-    out.push_back(record_from_json(j, where));
+    out.push_back(record_from_json(parse_json_text(line, where, "one JSON record per line"), where));
   }
   return out;
 }

@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "sim/error.hpp"
+#include "topologies/json_text.hpp"
 
 namespace shardsim::trace {
 
@@ -167,7 +169,8 @@ namespace {
 
 void reject_unknown(const nlohmann::json& j, const std::string& where, std::initializer_list<const char*> keys) {
   if (!j.is_object()) throw ConfigError(where, fmt::format("{}", j.type_name()), "an object");
-  for (const auto& [k, v] : j.items()) {
+  for (const auto& item : j.items()) {
+    const std::string& k = item.key();  // not a structured binding: clang 14 cannot capture those
     if (std::find_if(keys.begin(), keys.end(), [&](const char* x) { return k == x; }) == keys.end()) {
       std::string valid;
       for (const char* x : keys) valid += (valid.empty() ? "" : ", ") + std::string(x);
@@ -327,16 +330,15 @@ nlohmann::json to_json(const Trace& t) {
   return out;  // nlohmann::json sorts keys: deterministic output
 }
 
+Trace parse_trace(std::string_view text, const std::string& source) {
+  return trace_from_json(parse_json_text(text, source, "a shardsim trace JSON file"), source);
+}
+
 Trace load_trace(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path, "cannot open the file", "a readable shardsim trace JSON file");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(path, fmt::format("invalid JSON ({})", e.what()), "a shardsim trace JSON file");
-  }
-  return trace_from_json(j, path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return parse_trace(text, path);
 }
 
 void save_trace(const Trace& t, const std::string& path) {

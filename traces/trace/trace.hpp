@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -93,6 +94,10 @@ void validate(const Trace& t, const std::string& where);
 /// in a fixed order so output is deterministic.
 Trace trace_from_json(const nlohmann::json& j, const std::string& where);
 nlohmann::json to_json(const Trace& t);
+
+/// Text -> Trace: bad JSON (line and column), JSON nested deeper than kMaxJsonDepth
+/// (topologies/json_text.hpp, byte offset) or a failed rule is a ConfigError naming `source`.
+Trace parse_trace(std::string_view text, const std::string& source);
 
 /// Files. load_trace throws ConfigError for a missing file, bad JSON or a failed rule.
 Trace load_trace(const std::string& path);

@@ -1,6 +1,22 @@
 #include "traces/trace/workload.hpp"
 
+#include <unordered_map>
+
 namespace shardsim::trace {
+
+namespace {
+
+step::OpPhase step_phase(Phase p) {
+  switch (p) {
+    case Phase::backward: return step::OpPhase::backward;
+    case Phase::update: return step::OpPhase::update;
+    case Phase::forward:
+    case Phase::other: return step::OpPhase::forward;
+  }
+  return step::OpPhase::forward;
+}
+
+}  // namespace
 
 step::Workload to_workload(const Trace& t) {
   step::Workload w;
@@ -9,6 +25,9 @@ step::Workload to_workload(const Trace& t) {
   w.seq_len = t.seq_len;
   w.units = std::max<std::uint32_t>(1, t.num_units());
   w.ops.reserve(t.ops.size());
+  w.recorded.reserve(t.ops.size());
+  std::unordered_map<std::uint64_t, std::size_t> index;  // op id -> position
+  index.reserve(t.ops.size());
   for (const auto& op : t.ops) {
     for (const auto& p : op.params) {
       step::ParamTensor pt{p.name, p.elements, op.unit, 0, 0};
@@ -18,6 +37,19 @@ step::Workload to_workload(const Trace& t) {
       }
       w.params.push_back(std::move(pt));
     }
+    step::RecordedOp rec;
+    rec.name = op.name;
+    rec.phase = step_phase(op.phase);
+    rec.flops = op.flops;
+    rec.bytes = op.bytes;
+    rec.measured_s = op.duration_s;
+    if (op.collective) {
+      rec.collective = step::RecordedCollective{op.collective->kind, op.collective->size_bytes, op.collective->group_size};
+    }
+    rec.deps.reserve(op.deps.size());
+    for (const auto d : op.deps) rec.deps.push_back(index.at(d));
+    index.emplace(op.id, w.recorded.size());
+    w.recorded.push_back(std::move(rec));
     if (op.collective) {
       ++w.dropped_collectives;
       continue;

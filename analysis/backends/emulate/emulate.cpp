@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -183,12 +184,47 @@ void EmulatedCluster::ip(const std::vector<std::string>& args) {
 }
 
 void EmulatedCluster::shape(const std::string& ns, const std::string& dev, double rate_Bps) {
-  // tbf (tc-tbf(8)): rate in bit/s; burst must hold at least one MTU-sized packet (and GSO
-  // segments are split by tbf itself); 64 KiB keeps short bursts small against 20 ms of data
-  // at 400 Mbit/s. latency 50 ms bounds the queue (drops beyond it).
+  // One direction of a link of `rate_Bps`, as a switch port with a priority queue for control
+  // traffic would carry it (tc-htb(8), tc-u32(8)):
+  //   1:1   htb, rate = ceil = the link rate: everything leaving `dev` shares it;
+  //   1:10  prio 0: TCP segments under 128 B with ACK set (pure ACKs, MPI control headers);
+  //   1:20  prio 1 (default): the bulk, a byte FIFO bounded to 50 ms at the link rate.
+  // Why: with one FIFO, the ACKs of the flow arriving at a host wait behind the host's own
+  // outgoing data (up to the whole queue), the ACK clock of that flow stalls, and a ring step
+  // (every host sends and receives at once) got 60-70 % of the rate instead of the ~95 % one
+  // stream gets: measured 184-209 ms for 6 x 1 MiB over a raw-TCP ring of 4 hosts at
+  // 400 Mbit/s with tbf, 131-136 ms with this (docs/measurements.md). The ACK class is
+  // guaranteed 1/10 of the rate (ACKs need ~2 %) and borrows first; both may use the whole.
+  // Burst 16 KiB (0.33 ms at 400 Mbit/s): what an idle link saves up. A GSO packet (up to
+  // 64 KiB) still passes whole once the bucket is not empty and is charged afterwards (htb
+  // tokens go negative), so the average rate holds but a message that starts on an idle link
+  // gets up to ~80 KB ahead of it, as every ping-pong message does (docs/measurements.md).
+  // Smaller GSO packets cost more CPU than the cores had to spare.
   const auto bits = static_cast<long long>(std::llround(rate_Bps * 8.0));
-  must({"tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", fmt::format("{}bit", bits), "burst",
-        "64kb", "latency", "50ms"});
+  const auto ack_bits = std::max(1LL, bits / 10);
+  const auto queue_bytes = std::max<long long>(128 * 1024, std::llround(rate_Bps * 0.050));
+  const std::vector<std::string> tc{"tc", "-n", ns};
+  const auto run = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = tc;
+    argv.insert(argv.end(), args.begin(), args.end());
+    must(argv);
+  };
+  const std::string burst = "16kb", quantum = "60000";  // quantum: DRR within a prio, one class each
+  run({"qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "20"});
+  run({"class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", fmt::format("{}bit", bits), "ceil",
+       fmt::format("{}bit", bits), "burst", burst, "cburst", burst, "quantum", quantum});
+  run({"class", "add", "dev", dev, "parent", "1:1", "classid", "1:10", "htb", "rate", fmt::format("{}bit", ack_bits),
+       "ceil", fmt::format("{}bit", bits), "prio", "0", "burst", burst, "cburst", burst, "quantum", quantum});
+  run({"class", "add", "dev", dev, "parent", "1:1", "classid", "1:20", "htb", "rate",
+       fmt::format("{}bit", bits - ack_bits), "ceil", fmt::format("{}bit", bits), "prio", "1", "burst", burst, "cburst",
+       burst, "quantum", quantum});
+  run({"qdisc", "add", "dev", dev, "parent", "1:10", "handle", "10:", "pfifo", "limit", "1000"});
+  run({"qdisc", "add", "dev", dev, "parent", "1:20", "handle", "20:", "bfifo", "limit", std::to_string(queue_bytes)});
+  // IPv4 without options (IHL 5), protocol TCP, total length < 128, ACK flag (byte 33 = TCP
+  // flags at 20 + 13).
+  run({"filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32", "match", "ip", "protocol",
+       "6", "0xff", "match", "u8", "0x05", "0x0f", "at", "0", "match", "u16", "0x0000", "0xff80", "at", "2", "match", "u8",
+       "0x10", "0x10", "at", "33", "flowid", "1:10"});
 }
 
 void EmulatedCluster::build() {
@@ -272,18 +308,31 @@ void EmulatedCluster::build() {
     hostfile << host_ip(i) << " slots=1\n";
     agent << "  " << host_ip(i) << ") ns=" << host_ns(i) << " ;;\n";
   }
+  // Each host gets its own TMPDIR: OpenMPI's session directory and PMIx's shared-memory store
+  // live under it, and hosts that share one (same /tmp, same host name) remove each other's
+  // files at job end ("PMIX ERROR: NO-PERMISSIONS", and now and then a daemon that cannot
+  // create its session directory or connect).
   agent << "  *) echo \"shardsim agent: unknown host $host\" >&2; exit 1 ;;\nesac\n"
-        << "exec ip netns exec \"$ns\" sh -c \"$*\"\n";
+        << "mkdir -p \"" << workdir_ << "/$ns\"\n"
+        << "exec ip netns exec \"$ns\" env TMPDIR=\"" << workdir_ << "/$ns\" sh -c \"$*\"\n";
+  std::filesystem::create_directories(workdir_ + "/" + host_ns(0));
   agent.close();
   hostfile.close();
   std::filesystem::permissions(workdir_ + "/agent.sh", std::filesystem::perms::owner_all);
 }
 
-std::vector<std::string> EmulatedCluster::mpirun_wrapper() const { return {"ip", "netns", "exec", host_ns(0)}; }
+std::vector<std::string> EmulatedCluster::mpirun_wrapper() const {
+  return {"ip", "netns", "exec", host_ns(0), "env", "TMPDIR=" + workdir_ + "/" + host_ns(0)};
+}
 
-std::vector<std::string> EmulatedCluster::mpirun_args() const {
-  return {"--hostfile", workdir_ + "/hostfile", "--mca", "plm_rsh_agent", workdir_ + "/agent.sh", "--mca", "btl",
-          "tcp,self", "--mca", "btl_tcp_if_include", "eth0", "--mca", "oob_tcp_if_include", "eth0"};
+std::vector<std::string> EmulatedCluster::mpirun_args(std::uint64_t max_message_bytes) const {
+  // Eager limit (whole message in one fragment, header included) above the largest message:
+  // see the header comment. ob1's header is under 100 B; 64 KiB of slack keeps round numbers.
+  const std::string eager = std::to_string(std::max<std::uint64_t>(max_message_bytes, 64 * 1024) + 64 * 1024);
+  return {"--hostfile", workdir_ + "/hostfile", "--mca", "plm_rsh_agent", workdir_ + "/agent.sh", "--bind-to", "none",
+          "--mca", "mpi_yield_when_idle", "1", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "eth0",
+          "--mca", "oob_tcp_if_include", "eth0", "--mca", "btl_tcp_eager_limit", eager, "--mca",
+          "btl_tcp_rndv_eager_limit", eager, "--mca", "btl_tcp_max_send_size", eager};
 }
 
 void EmulatedCluster::teardown() noexcept {

@@ -1,6 +1,6 @@
 #pragma once
 // Emulated clusters (DESIGN 6): a topology spec becomes Linux network namespaces, veth pairs,
-// bridges and tc tbf shaping; the MPI benchmark runs across them over TCP. Needs root (or
+// bridges and tc htb shaping; the MPI benchmark runs across them over TCP. Needs root (or
 // CAP_NET_ADMIN + CAP_SYS_ADMIN), iproute2 (`ip`, `tc`) and OpenMPI.
 //
 // Layout (every object lives inside a namespace named <prefix><role>, so deleting the
@@ -8,17 +8,36 @@
 //   <p>sw       the switch fabric: bridges, the switch side of every veth
 //   <p>h<i>     host i: eth0 (10.<net>.0.<i+1>), lo; rank i runs here
 //   <p>hub      bus only: the shared medium, a router with one leg on the bridge
-//   switch:    host eth0 <-> sw:h<i> on bridge br0; tbf `rate` on both ends (each direction
+//   switch:    host eth0 <-> sw:h<i> on bridge br0; `rate` shaped on both ends (each direction
 //              of each host link is shaped), a non-blocking star.
 //   two-level: leaves of hosts_per_leaf hosts on bridges l<k>, each leaf joined to bridge
 //              spine by a veth pair shaped at `uplink_rate` both ways (fat_tree, 1 spine).
 //   bus:       hosts have /32 addresses and route everything via the hub (10.<net>.0.254),
-//              which forwards back out of its single, tbf-shaped interface: every packet of
+//              which forwards back out of its single, shaped interface: every packet of
 //              every flow (and its ACKs) crosses one queue of `rate` = one shared medium.
 //              ICMP redirects are off so hosts never learn the direct path.
+// Shaping (shape()): htb at the rate with two classes, small TCP ACK segments first, the bulk
+// in a FIFO of 50 ms; so that an ACK never waits behind the host's own outgoing data
+// (tbf's single FIFO cost a ring step a third of the rate; docs/measurements.md).
 // OpenMPI across namespaces: mpirun runs inside <p>h0 with a hostfile of the host addresses
 // and an rsh agent script (plm_rsh_agent) that runs the daemon as `ip netns exec <p>h<i>
-// sh -c CMD`; BTL tcp and OOB over eth0 only (--mca btl tcp,self, btl_tcp_if_include eth0).
+// sh -c CMD`; BTL tcp and OOB over eth0 only (--mca btl tcp,self, btl_tcp_if_include eth0);
+// every host (and mpirun) with its own TMPDIR under the run directory, as separate hosts have
+// their own /tmp (OpenMPI session directories, PMIx store).
+// Settings that make N "hosts" on a few shared cores behave as N hosts (mpirun_args(); the
+// measured effect of each is in docs/measurements.md):
+//   --bind-to none       every daemon sees one slot and would bind its rank to core 0: all
+//                        ranks on one core;
+//   mpi_yield_when_idle  a waiting rank calls sched_yield(), which the benchmark program turns
+//                        into a short sleep (shardsim-mpi-bench --idle-sleep-us): waiting
+//                        ranks leave the cores to the ranks that move data;
+//   SCHED_RR for the ranks (shardsim-mpi-bench --rt-priority, with the sleep above): other
+//                        work on the machine no longer delays a rank whose data has arrived;
+//   btl_tcp_eager_limit, rndv_eager_limit, max_send_size above the largest message: every
+//                        message is one TCP byte stream. With the default 64 KiB, larger
+//                        messages use ob1's rendezvous/put protocol, whose control round
+//                        trips wait behind bulk data in the queues: an exchange of 4 MiB each
+//                        way ran at 51 % of the rate instead of 90 %.
 //
 // Teardown: the EmulatedCluster destructor kills every process left in its namespaces and
 // deletes them (success, failure, exception). SIGINT/SIGTERM during a run stop the launch
@@ -80,9 +99,10 @@ class EmulatedCluster {
   [[nodiscard]] const std::vector<std::string>& namespaces() const { return namespaces_; }
   [[nodiscard]] std::string host_ns(int i) const;
   [[nodiscard]] std::string host_ip(int i) const;
-  /// mpirun wrapper (ip netns exec <p>h0) and arguments (hostfile, agent, TCP on eth0).
+  /// mpirun wrapper (ip netns exec <p>h0) and arguments (hostfile, agent, TCP on eth0, no
+  /// binding, yield when idle, eager limit above `max_message_bytes`).
   [[nodiscard]] std::vector<std::string> mpirun_wrapper() const;
-  [[nodiscard]] std::vector<std::string> mpirun_args() const;
+  [[nodiscard]] std::vector<std::string> mpirun_args(std::uint64_t max_message_bytes) const;
   /// Removes everything now (idempotent; the destructor calls it).
   void teardown() noexcept;
 

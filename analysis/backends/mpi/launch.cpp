@@ -226,6 +226,8 @@ std::vector<std::string> mpirun_command(const MpiRun& r) {
   if (!r.algorithm.empty()) cmd.insert(cmd.end(), {"-a", r.algorithm});
   if (!r.jsonl.empty()) cmd.insert(cmd.end(), {"-o", r.jsonl});
   if (!r.topology_file.empty()) cmd.insert(cmd.end(), {"-t", r.topology_file});
+  if (r.idle_sleep_us > 0) cmd.insert(cmd.end(), {"--idle-sleep-us", std::to_string(r.idle_sleep_us)});
+  if (r.rt_priority > 0) cmd.insert(cmd.end(), {"--rt-priority", std::to_string(r.rt_priority)});
   cmd.insert(cmd.end(), r.program_args.begin(), r.program_args.end());
   return cmd;
 }

@@ -82,6 +82,11 @@ struct MpiRun {
   /// Prefix of the whole command (e.g. ip netns exec NS).
   std::vector<std::string> wrapper;
   std::vector<std::string> program_args;  ///< extra program arguments (failure injection)
+  /// > 0: the program sleeps this long where OpenMPI would sched_yield (--idle-sleep-us;
+  /// needs mpi_yield_when_idle). For ranks that share cores (emulated clusters).
+  int idle_sleep_us = 0;
+  /// > 0 (with idle_sleep_us): the ranks run SCHED_RR at this priority (--rt-priority).
+  int rt_priority = 0;
   bool echo = true;
 };
 

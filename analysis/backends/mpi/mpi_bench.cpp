@@ -4,16 +4,36 @@
 // per-rank means, as nccl-tests reports the slowest rank). Point-to-point kinds run between
 // rank 0 and --peer while the other ranks wait at the barrier:
 //   pingpong: 0 sends, peer echoes; time = round trip / 2 (osu_latency.c);
-//   exchange: 0 and peer MPI_Sendrecv S bytes each way at once (osu_bibw, window 1).
+//   exchange: 0 and peer MPI_Sendrecv S bytes each way at once (osu_bibw, window 1); the time
+//             is the slower end's.
 // The OpenMPI algorithm is chosen by the launcher (--mca coll_tuned_*_algorithm); --algorithm
 // only labels the records. Rank 0 prints an nccl-tests-like table and appends JSONL records
 // (traces/logs/record.hpp) to --jsonl.
+//
+// --idle-sleep-us N (emulated clusters: N hosts on a few shared cores): OpenMPI polls for
+// progress in a loop and, with mpi_yield_when_idle, calls sched_yield() when a poll found
+// nothing. This program defines sched_yield() (exported, so libopen-pal's call binds here)
+// and sleeps N us instead: a waiting rank leaves the core to the ranks that move data, as
+// it would on a host of its own. N = 0 (default) is the real sched_yield().
+// --rt-priority P (with --idle-sleep-us): each rank's main thread, which runs OpenMPI's
+// progress, is scheduled SCHED_RR at priority P, so that other work on the machine (builds)
+// does not delay a rank whose data has arrived; the emulated host's CPU is then its own. The
+// ranks sleep whenever they wait, so they take little CPU. Where the policy is refused
+// (no CAP_SYS_NICE, no real-time budget in the cgroup) rank 0 says so and the run goes on.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <mpi.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <atomic>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -25,6 +45,22 @@
 
 namespace {
 
+std::atomic<long> g_idle_sleep_ns{0};
+
+}  // namespace
+
+// Interposes libc's sched_yield for OpenMPI's idle loop (see the header comment); exported by
+// the link option in CMakeLists.txt.
+extern "C" int sched_yield() noexcept {
+  const long ns = g_idle_sleep_ns.load(std::memory_order_relaxed);
+  if (ns <= 0) return static_cast<int>(::syscall(SYS_sched_yield));
+  timespec t{0, ns};
+  ::nanosleep(&t, nullptr);
+  return 0;
+}
+
+namespace {
+
 struct Options {
   std::string collectives = "allreduce";
   std::string min_bytes = "1M", max_bytes = "8M", step_bytes = "0";
@@ -32,6 +68,8 @@ struct Options {
   int warmup = 2, iters = 10, peer = 1;
   std::string algorithm, jsonl, topology_file, source = "shardsim-mpi-bench";
   int crash_rank = -1, hang_rank = -1;  // failure injection for the launcher tests
+  int idle_sleep_us = 0;
+  int rt_priority = 0;
 };
 
 // A barrier that sleeps between tests instead of spinning: ranks idle during a point-to-point
@@ -87,7 +125,11 @@ double time_collective(const std::string& coll, std::uint64_t bytes, int rank, i
   if (coll == "pingpong") dt /= 2;  // one way = half the round trip
   double worst = 0;
   MPI_Allreduce(&dt, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  return p2p ? dt : worst;
+  // pingpong: rank 0's round trip covers both directions. exchange: the slower of the two ends,
+  // because an end's MPI_Sendrecv returns once its own receive is done and its send is in the
+  // socket buffer, possibly before the other end has the data (the last iteration's data can
+  // still be in flight when rank 0 stops its clock).
+  return coll == "pingpong" ? dt : worst;
 }
 
 int run(const Options& o, int rank, int n) {
@@ -200,6 +242,12 @@ int main(int argc, char** argv) {
   app.add_option("-o,--jsonl", o.jsonl, "Append JSONL records here (rank 0)");
   app.add_option("-t,--topology", o.topology_file, "Topology JSON to embed into the records");
   app.add_option("--source", o.source, "Source label of the records");
+  app.add_option("--idle-sleep-us", o.idle_sleep_us,
+                 "Sleep this long where OpenMPI would sched_yield (with mpi_yield_when_idle); 0 = yield")
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--rt-priority", o.rt_priority,
+                 "SCHED_RR priority of the ranks' main thread (needs --idle-sleep-us > 0); 0 = normal scheduling")
+      ->check(CLI::Range(0, 99));
   app.add_option("--crash-rank", o.crash_rank, "Testing: this rank aborts at start")->group("");
   app.add_option("--hang-rank", o.hang_rank, "Testing: this rank never returns")->group("");
   int rc = 0;
@@ -209,6 +257,29 @@ int main(int argc, char** argv) {
     if (rank == 0) rc = app.exit(e);
     MPI_Finalize();
     return rc == 0 ? 0 : 2;
+  }
+  if (o.idle_sleep_us > 0) {
+    // Timer slack (50 us by default) would add to every sleep: 1 us keeps the wake-up near N.
+    ::prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+    g_idle_sleep_ns.store(1000L * o.idle_sleep_us, std::memory_order_relaxed);
+  }
+  if (o.rt_priority > 0) {
+    if (o.idle_sleep_us <= 0) {
+      // A real-time rank that spins would take the cores from everything else.
+      if (rank == 0) fmt::print(stderr, "shardsim-mpi-bench: --rt-priority needs --idle-sleep-us > 0\n");
+      MPI_Finalize();
+      return 2;
+    }
+    sched_param sp{};
+    sp.sched_priority = o.rt_priority;
+    const int rc_rt = ::sched_setscheduler(0, SCHED_RR, &sp);
+    const int err = rc_rt != 0 ? errno : 0;
+    int refused = rc_rt != 0 ? 1 : 0, any_refused = 0;
+    MPI_Allreduce(&refused, &any_refused, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (rank == 0 && any_refused) {
+      fmt::print("# note: SCHED_RR refused ({}): ranks run at normal priority\n",
+                 err != 0 ? std::strerror(err) : "on another rank");
+    }
   }
   if (rank == o.crash_rank) std::abort();
   if (rank == o.hang_rank) {

@@ -1,8 +1,14 @@
-// Calibration: the least-squares fit recovers known alpha and efficiency exactly, the profile
-// round-trips through JSON, and maps onto a topology's links.
+// Calibration: the least-squares fit recovers known alpha and efficiency exactly (also on a
+// bus, where an exchange's two directions share the medium, and when a shaper's burst makes
+// the ping-pong intercept negative), the profile round-trips through JSON, and maps onto a
+// topology's links; `collective --profile` (run_collective) predicts on the mapped topology.
 #include <doctest/doctest.h>
 
+#include <cstdio>
+#include <fstream>
+
 #include "analysis/calibration/profile.hpp"
+#include "analysis/commands/collective_run.hpp"
 #include "sim/error.hpp"
 
 using namespace shardsim;
@@ -11,6 +17,8 @@ namespace {
 
 const nlohmann::json kSwitch = {{"builder", "switch"}, {"n", 4}, {"bw", "400Mbit"}, {"lat", "20us"}, {"class", "ethernet"}};
 constexpr double kB = 400e6 / 8;  // 400 Mbit/s = 5e7 B/s
+
+const nlohmann::json kBus = {{"builder", "bus"}, {"n", 4}, {"bw", "400Mbit"}, {"lat", "20us"}, {"class", "ethernet"}};
 
 logs::BenchRecord rec(const std::string& kind, std::uint64_t bytes, double alpha_s, double eff) {
   logs::BenchRecord r;
@@ -31,7 +39,7 @@ std::vector<logs::BenchRecord> synthetic() {
   std::vector<logs::BenchRecord> v;
   for (std::uint64_t s = 64 << 10; s <= (4u << 20); s *= 2) {
     v.push_back(rec("pingpong", s, 100e-6, 0.93));
-    v.push_back(rec("exchange", s, 150e-6, 0.87));
+    v.push_back(rec("exchange", s, 100e-6, 0.87));
   }
   logs::BenchRecord coll = rec("pingpong", 1 << 20, 0, 1);
   coll.collective = "allreduce";  // collectives never enter the fit
@@ -51,13 +59,55 @@ TEST_CASE("fit recovers alpha from ping-pong and efficiency from the exchange") 
   CHECK(c.alpha_s == doctest::Approx(100e-6).epsilon(1e-9));
   CHECK(*c.efficiency == doctest::Approx(0.87).epsilon(1e-9));
   CHECK(*c.fits.at("pingpong").efficiency == doctest::Approx(0.93).epsilon(1e-9));
-  CHECK(c.fits.at("exchange").alpha_s == doctest::Approx(150e-6).epsilon(1e-9));
+  CHECK(c.fits.at("exchange").alpha_s == doctest::Approx(100e-6).epsilon(1e-9));
+  CHECK(c.fits.at("exchange").alpha_fixed);
+  CHECK(c.fits.at("exchange").weighting == "absolute");
+  CHECK_FALSE(c.fits.at("pingpong").alpha_fixed);
   CHECK(c.fits.at("exchange").points == 7);  // 64 KiB .. 4 MiB
   CHECK(c.fits.at("exchange").rms_rel_residual < 1e-9);
   CHECK(c.min_bytes == 65536);
   CHECK(c.max_bytes == 4194304);
   CHECK(p.residuals.size() == 14);
   CHECK_FALSE(c.bandwidth_Bps.has_value());
+}
+
+TEST_CASE("exchange on a bus: both directions share the medium, so T_decl = 2 S / B") {
+  const auto t = calib::record_topology(kBus, "test");
+  CHECK(calib::declared_p2p_time(t, "exchange", 1, 1e6).first == doctest::Approx(2e6 / kB).epsilon(1e-12));
+  CHECK(calib::declared_p2p_time(t, "pingpong", 1, 1e6).first == doctest::Approx(1e6 / kB).epsilon(1e-12));
+  const auto sw = calib::record_topology(kSwitch, "test");
+  CHECK(calib::declared_p2p_time(sw, "exchange", 1, 1e6).first == doctest::Approx(1e6 / kB).epsilon(1e-12));
+  const nlohmann::json two = {{"builder", "fat_tree"}, {"hosts", 4},        {"hosts_per_leaf", 2}, {"bw", "400Mbit"},
+                              {"uplink_bw", "200Mbit"}, {"spines", 1},      {"lat", "20us"},       {"class", "ethernet"}};
+  const auto ft = calib::record_topology(two, "test");
+  CHECK(calib::declared_p2p_time(ft, "exchange", 1, 1e6).first == doctest::Approx(1e6 / kB).epsilon(1e-12));
+  CHECK(calib::declared_p2p_time(ft, "exchange", 2, 1e6).first == doctest::Approx(2e6 / kB).epsilon(1e-12));
+  // Measured on a bus: each direction at half the medium's achieved rate.
+  std::vector<logs::BenchRecord> v;
+  for (std::uint64_t s = 64 << 10; s <= (4u << 20); s *= 2) {
+    auto p = rec("pingpong", s, 100e-6, 0.95);
+    auto x = rec("exchange", s, 100e-6, 0.95 / 2);
+    p.topology = x.topology = kBus;
+    v.push_back(p);
+    v.push_back(x);
+  }
+  const auto prof = calib::fit_profile(v, {});
+  CHECK(*prof.classes.at(0).efficiency == doctest::Approx(0.95).epsilon(1e-9));
+}
+
+TEST_CASE("a negative ping-pong intercept is refitted with alpha = 0; exchange jitter at small sizes barely moves eff") {
+  std::vector<logs::BenchRecord> v;
+  for (std::uint64_t s = 64 << 10; s <= (4u << 20); s *= 2) {
+    v.push_back(rec("pingpong", s, -1e-3, 0.95));  // a shaper burst: the first 50 KB are free
+    auto x = rec("exchange", s, 0, 0.95);
+    if (s == (64u << 10)) x.time_us *= 2;  // one latency-bound exchange took twice as long
+    v.push_back(x);
+  }
+  const auto prof = calib::fit_profile(v, {});
+  const auto& c = prof.classes.at(0);
+  CHECK(c.alpha_s == 0.0);
+  CHECK(c.fits.at("pingpong").alpha_s == 0.0);
+  CHECK(*c.efficiency == doctest::Approx(0.95).epsilon(1e-3));
 }
 
 TEST_CASE("profile JSON round trip and strict loading") {
@@ -89,6 +139,46 @@ TEST_CASE("a profile maps onto the links of its class") {
   }
   CHECK(c.rank_route(0, 3).links == t.rank_route(0, 3).links);
   CHECK(calib::calibrated_cost(t, p).step_overhead_s == doctest::Approx(100e-6).epsilon(1e-9));
+}
+
+TEST_CASE("apply_profile: topology and step overhead; a profile of another link class is an error") {
+  const auto p = calib::fit_profile(synthetic(), {});
+  const auto t = calib::record_topology(kSwitch, "test");
+  const auto a = calib::apply_profile(t, p);
+  CHECK(a.topology.link(0).bandwidth_Bps == doctest::Approx(t.link(0).bandwidth_Bps * 0.87).epsilon(1e-9));
+  CHECK(a.cost.step_overhead_s == doctest::Approx(100e-6).epsilon(1e-9));
+  auto nv = calib::record_topology(
+      nlohmann::json{{"builder", "switch"}, {"n", 4}, {"bw", "400Gb/s"}, {"lat", "1us"}, {"class", "nvlink"}}, "test");
+  CHECK_THROWS_WITH_AS(calib::apply_profile(nv, p, {}, "--profile"),
+                       "--profile: a profile of link class(es) ethernet for a topology of nvlink; expected a profile "
+                       "calibrating at least one link class of the topology",
+                       ConfigError);
+}
+
+TEST_CASE("collective --profile predicts on the calibrated topology with alpha as step overhead") {
+  const auto p = calib::fit_profile(synthetic(), {});
+  const std::string path = std::string(SHARDSIM_BINARY_DIR) + "/test_profile_collective.json";
+  {
+    std::ofstream out(path);
+    out << calib::to_json(p).dump();
+  }
+  cli::CollectiveOptions o;
+  o.topology = "switch:n=4,bw=400Mbit,lat=20us";
+  o.bytes = "4MiB";
+  o.algorithm = "ring";
+  o.profile = path;
+  const auto r = cli::run_collective(o).at(0);
+  // ring all-reduce, 4 ranks: 2 (n-1) steps of S/n at 0.87 x 400 Mbit/s, alpha 100 us each.
+  const double expected = 6 * (100e-6 + (4.0 * (1 << 20) / 4) / (0.87 * kB));
+  CHECK(r.time_s == doctest::Approx(expected).epsilon(1e-6));
+  CHECK(r.config.at("profile").at("file") == path);
+  CHECK(r.config.at("step_overhead_s").get<double>() == doctest::Approx(100e-6).epsilon(1e-9));
+  o.step_overhead = "5us";
+  CHECK_THROWS_WITH_AS(cli::run_collective(o),
+                       "--profile: both --profile and --step-overhead; expected one of them (the profile's alpha is "
+                       "the step overhead)",
+                       ConfigError);
+  std::remove(path.c_str());
 }
 
 TEST_CASE("fit errors") {

@@ -77,6 +77,23 @@ TEST_CASE("other structural errors name where they are") {
         "t.json: /axes/0/extra: unknown key 'extra'; expected one of pointer, values");
 }
 
+TEST_CASE("sweep text: JSON syntax and nesting") {
+  CHECK_THROWS_WITH_AS(shardsim::sweep::parse_sweep("{\"base\": ", "s.json"),
+                       "s.json: invalid JSON ([json.exception.parse_error.101] parse error at line 1, column 10: "
+                       "syntax error while parsing value - unexpected end of input; expected '[', '{', or a literal); "
+                       "expected a sweep object with keys base and axes",
+                       shardsim::ConfigError);
+  // fuzz_sweep_json: 3000 levels overflowed the stack in nlohmann::json's recursive copy.
+  CHECK_THROWS_WITH_AS(
+      shardsim::sweep::parse_sweep("{\"base\": " + std::string(3000, '[') + std::string(3000, ']') + "}", "s.json"),
+      "s.json: byte 520: JSON nested more than 512 levels; expected a sweep object with keys base and axes",
+      shardsim::ConfigError);
+  CHECK_THROWS_WITH_AS(shardsim::sweep::parse_sweep(R"({"base": 1e999})", "s.json"),
+                       "s.json: byte 9: invalid JSON ([json.exception.out_of_range.406] number overflow parsing '1e999'); "
+                       "expected a sweep object with keys base and axes",
+                       shardsim::ConfigError);
+}
+
 TEST_CASE("scenarios are the cartesian product of the items in file order, the last varying fastest") {
   shardsim::test::register_fake_commands();
   const SweepSpec s(with_axes(json::parse(R"([{"pointer":"/x","values":[1,2]},

@@ -6,7 +6,9 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <sys/wait.h>
 
@@ -31,6 +33,33 @@ Run run(const std::string& args) {
 
 const std::string kBase = "step --topology dgx-h100-16 --batch-per-device 2 ";
 
+std::string scratch(const std::string& name) {
+  const auto d = std::filesystem::path(SHARDSIM_BINARY_DIR) / "test_cli_step" / name;
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d.string();
+}
+
+// The Chakra ET fixture (astra-sim all_reduce 4npus_1MB: one 1 MiB all-reduce, four rank
+// files) imported into `dir`/ar.json.
+std::string import_chakra_allreduce(const std::string& dir) {
+  std::string files;
+  for (int r = 0; r < 4; ++r) {
+    files += std::string(" ") + SHARDSIM_FIXTURES_DIR + "/chakra_et/all_reduce_4npus_1MB/all_reduce." + std::to_string(r) + ".et";
+  }
+  const std::string out = dir + "/ar.json";
+  const auto r = run("trace import --format chakra" + files + " --out " + out);
+  REQUIRE_MESSAGE(r.status == 0, r.out);
+  return out;
+}
+
+double collective_time(const std::string& topology, const std::string& fidelity) {
+  const auto r = run("collective --topology " + topology + " --op allreduce --bytes 1MiB --ranks 4 --fidelity " + fidelity +
+                     " --json");
+  REQUIRE_MESSAGE(r.status == 0, r.out);
+  return nlohmann::json::parse(r.out).at(0).at("time_s").get<double>();
+}
+
 }  // namespace
 
 TEST_CASE("step: bad input exits 2 with a clear message") {
@@ -43,7 +72,11 @@ TEST_CASE("step: bad input exits 2 with a clear message") {
   r = run(kBase + "--model bert-base --strategy fsdp");
   CHECK(r.status == 2);
   CHECK(r.out == "shardsim: error: --strategy: unknown strategy 'fsdp'; expected one of replicated, sharded, zero1, "
-                 "zero2, zero3\n");
+                 "zero2, zero3, trace\n");
+  r = run(kBase + "--model bert-base --strategy trace");
+  CHECK(r.status == 2);
+  CHECK(r.out == "shardsim: error: --strategy: trace with --model bert-base; expected --trace FILE (the trace strategy "
+                 "replays a trace's recorded collectives; a zoo model records none)\n");
   r = run(kBase + "--model bert-base --optimizer adagrad");
   CHECK(r.status == 2);
   CHECK(r.out == "shardsim: error: --optimizer: unknown optimizer 'adagrad'; expected one of sgd, momentum, adam, adamw, "
@@ -124,4 +157,106 @@ TEST_CASE("memory: ZeRO Table 1 from the command line") {
   CHECK(bad.status == 2);
   CHECK(bad.out == "shardsim: error: --shard-group: k = 5 does not divide N = 64; expected a sharding subgroup size "
                    "that divides the data-parallel size\n");
+}
+
+TEST_CASE("step --trace replays the imported Chakra all-reduce: the time of `shardsim collective`") {
+  const std::string dir = scratch("chakra");
+  const std::string t = import_chakra_allreduce(dir);
+  const std::string sw = "switch:n=4,bw=100GB/s,lat=1us";
+  for (const std::string fid : {"analytical", "flow"}) {
+    CAPTURE(fid);
+    // No --strategy: a trace with collectives defaults to `trace`.
+    auto r = run("step --trace " + t + " --topology " + sw + " --device h100 --fidelity " + fid + " --json");
+    REQUIRE_MESSAGE(r.status == 0, r.out);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j.at("strategy") == "trace");
+    CHECK(j.at("trace_collectives") == 1);
+    CHECK(j.at("dropped_trace_collectives") == 0);
+    CHECK(j.at("collectives") == 1);
+    CHECK(j.at("dp") == 4);  // the largest recorded group
+    CHECK(j.at("step_time_s").get<double>() == collective_time(sw, fid));
+    CHECK(j.at("exposed_comm_s").get<double>() == collective_time(sw, fid));
+    // A preset with more GPUs than the trace's group: its first 4 (as collective --ranks 4).
+    r = run("step --trace " + t + " --topology dgx-h100-8 --strategy trace --fidelity " + fid + " --json");
+    REQUIRE_MESSAGE(r.status == 0, r.out);
+    j = nlohmann::json::parse(r.out);
+    CHECK(j.at("step_time_s").get<double>() == collective_time("dgx-h100-8", fid));
+  }
+  const auto r = run("step --trace " + t + " --topology " + sw + " --device h100 --timeline " + dir + "/tl.json");
+  REQUIRE_MESSAGE(r.status == 0, r.out);
+  CHECK(r.out.find(", trace adam mixed,") != std::string::npos);
+  std::ifstream in(dir + "/tl.json");
+  std::stringstream tl;
+  tl << in.rdbuf();
+  CHECK(tl.str().find("all_reduce_4npus_1MB (allreduce 1 MiB, 4 ranks)") != std::string::npos);
+}
+
+TEST_CASE("step --trace: a recorded collective on more ranks than the topology has exits 2 naming the op") {
+  const std::string t = import_chakra_allreduce(scratch("too_small"));
+  const auto r = run("step --trace " + t + " --topology switch:n=2,bw=100GB/s,lat=1us --device h100");
+  CHECK(r.status == 2);
+  CHECK(r.out == "shardsim: error: --topology: 2 devices, but op 'all_reduce_4npus_1MB' (ops/0 of trace "
+                 "'all_reduce.0.et') runs allreduce on 4 ranks; expected a topology with at least 4 devices (a trace "
+                 "collective of g ranks runs on devices 0..g-1)\n");
+}
+
+TEST_CASE("step --trace: compute and collectives with dependencies; --compute measured | roofline") {
+  // forward 1 ms -> backward 2 ms -> all-reduce of 1 MiB on 4 ranks -> update 0.5 ms, each
+  // waiting for the previous one: step = 3 ms + t_allreduce + 0.5 ms, all of the all-reduce
+  // exposed.
+  const std::string dir = scratch("mixed");
+  const std::string t = dir + "/t.json";
+  {
+    std::ofstream f(t);
+    f << R"({"format": "shardsim-trace", "version": 1, "name": "mixed", "batch_per_replica": 1, "ops": [
+      {"id": 1, "name": "fwd", "phase": "forward", "flops": 1e12, "duration_s": 0.001},
+      {"id": 2, "name": "bwd", "phase": "backward", "flops": 2e12, "duration_s": 0.002, "deps": [1]},
+      {"id": 3, "name": "grad.ar", "phase": "backward", "deps": [2],
+       "collective": {"kind": "allreduce", "size_bytes": 1048576, "group_size": 4}},
+      {"id": 4, "name": "opt", "phase": "update", "bytes": 1e9, "duration_s": 0.0005, "deps": [3]}]})";
+  }
+  const std::string sw = "switch:n=4,bw=100GB/s,lat=1us";
+  const double tc = collective_time(sw, "flow");
+  const std::string base = "step --trace " + t + " --topology " + sw + " --device h100 --fidelity flow --json";
+  auto r = run(base + " --compute measured");
+  REQUIRE_MESSAGE(r.status == 0, r.out);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j.at("strategy") == "trace");
+  CHECK(j.at("forward_s").get<double>() == 0.001);
+  CHECK(j.at("backward_s").get<double>() == 0.002);
+  CHECK(j.at("update_s").get<double>() == 0.0005);
+  CHECK(j.at("step_time_s").get<double>() == doctest::Approx(0.003 + tc + 0.0005).epsilon(1e-12));
+  CHECK(j.at("exposed_comm_s").get<double>() == doctest::Approx(tc).epsilon(1e-9));
+  // Roofline: the same schedule with the H100's times for the FLOPs and bytes.
+  r = run(base + " --compute roofline");
+  REQUIRE_MESSAGE(r.status == 0, r.out);
+  j = nlohmann::json::parse(r.out);
+  CHECK(j.at("forward_s").get<double>() != 0.001);
+  CHECK(j.at("step_time_s").get<double>() ==
+        doctest::Approx(j.at("forward_s").get<double>() + j.at("backward_s").get<double>() + tc +
+                        j.at("update_s").get<double>())
+            .epsilon(1e-12));
+  // A weight-update strategy drops the recorded collective and issues its own.
+  r = run(base + " --strategy replicated");
+  REQUIRE_MESSAGE(r.status == 0, r.out);
+  j = nlohmann::json::parse(r.out);
+  CHECK(j.at("strategy") == "replicated");
+  CHECK(j.at("dropped_trace_collectives") == 1);
+  // compare accepts trace next to the weight-update strategies.
+  r = run("compare --trace " + t + " --topology " + sw + " --device h100 --strategies trace,replicated --json");
+  REQUIRE_MESSAGE(r.status == 0, r.out);
+  j = nlohmann::json::parse(r.out);
+  REQUIRE(j.size() == 2);
+  CHECK(j[0].at("strategy") == "trace");
+  CHECK(j[1].at("strategy") == "replicated");
+  r = run("step --trace " + t + " --topology " + sw + " --device h100 --grad-accum 2");
+  CHECK(r.status == 2);
+  CHECK(r.out == "shardsim: error: --grad-accum: 2 with --strategy trace; expected 1 (the trace strategy replays one "
+                 "recorded step as is)\n");
+}
+
+TEST_CASE("list strategies shows the trace replay") {
+  const auto r = run("list strategies");
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("\ntrace       replay of the trace's own collectives") != std::string::npos);
 }

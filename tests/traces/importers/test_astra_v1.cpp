@@ -84,6 +84,12 @@ TEST_CASE("astra-v1 errors name the line") {
         "w.txt: line 3: negative forward compute time -5 (field 3); expected an integer >= 0");
   CHECK(error_of([] { decode_astra_v1("DATA\n2\nl -1 5 NONE 0 1 NONE 0 1 NONE 0 1\n", "w.txt"); }) ==
         "w.txt: file ends after 1 of 2 layers; expected one line per declared layer");
+  // fuzz_astra: the count used to reserve its layers first, 2.5 GB here.
+  CHECK(error_of([] { decode_astra_v1("DATA\n10000000\n", "w.txt"); }) ==
+        "w.txt: file ends after 0 of 10000000 layers; expected one line per declared layer");
+  // The layer name goes into the native trace's JSON (`trace import` failed writing it).
+  CHECK(error_of([] { decode_astra_v1("DATA\n1\nl\xff -1 5 NONE 0 1 NONE 0 1 NONE 0 1\n", "w.txt"); }) ==
+        "w.txt: line 3: byte 0xff at column 2 is not UTF-8; expected ASCII or UTF-8 text");
   CHECK(error_of([] { decode_astra_v1("DATA\n1\nl -1 5 NONE 0 1 NONE 0 1 BCAST 0 1\n", "w.txt"); }) ==
         "w.txt: line 3: unknown weight-gradient communication type 'BCAST' (field 10); "
         "expected NONE, ALLREDUCE, ALLGATHER, REDUCESCATTER or ALLTOALL");

@@ -8,6 +8,7 @@
 
 #include "helpers.hpp"
 #include "traces/importers/input.hpp"
+#include "traces/importers/kineto.hpp"
 
 using namespace shardsim::importers;
 using shardsim::test::error_of;
@@ -66,4 +67,13 @@ TEST_CASE("format detection on every fixture") {
         "--format: unknown trace format 'otf2'; expected one of chakra, chakra-json, kineto, astra-v1");
   CHECK(error_of([] { read_input("/nonexistent/x.et"); }) ==
         "/nonexistent/x.et: cannot open the file; expected a readable trace file");
+}
+
+TEST_CASE("JSON nested deeper than 512 levels is an error at the offending byte") {
+  const std::string deep = "{\"traceEvents\": " + std::string(600, '[') + std::string(600, ']') + "}";
+  CHECK(error_of([&] { decode_kineto(deep, "k.json"); }) ==
+        "k.json: byte 527: JSON nested more than 512 levels; expected a trace file");
+  // fuzz_topology_json: nlohmann reports a number beyond a double as out_of_range, without a position.
+  CHECK(error_of([] { decode_kineto(R"({"traceEvents": [], "x": 1e999})", "k.json"); }) ==
+        "k.json: byte 25: invalid JSON (number overflow parsing '1e999'); expected valid JSON");
 }

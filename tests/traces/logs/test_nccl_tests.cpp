@@ -125,6 +125,12 @@ TEST_CASE("corrupted logs fail with the line number, never a wrong record") {
                        ConfigError);
   CHECK_THROWS_WITH_AS(parse_log("# just a comment\n", "empty.txt"),
                        "empty.txt: no result rows; expected an nccl-tests log with at least one row", ConfigError);
+  // fuzz_logs: strings that go into the records' JSON must be UTF-8 (`bench parse` failed writing them).
+  CHECK_THROWS_WITH_AS(parse_log("#  Rank  0 Group  0 Pid 1 on host\xff device  0 [0x04] H100\n" + base, "all_reduce_perf_x.txt"),
+                       "all_reduce_perf_x.txt:1: byte 0xff in the host name is not UTF-8; expected UTF-8 text", ConfigError);
+  CHECK_THROWS_WITH_AS(
+      parse_log(replace_line(base, 3, "0:            8             2     fl\xc3oat     sum      -1    164.3    0.00    0.00      0    160.6    0.00    0.00      0"), "all_reduce_perf_x.txt"),
+      "all_reduce_perf_x.txt:3: byte 0xc3 in the type is not UTF-8; expected UTF-8 text", ConfigError);
 }
 
 TEST_CASE("nccl-tests -J JSON report (version 2, src/util.cu)") {
@@ -150,6 +156,11 @@ TEST_CASE("nccl-tests -J JSON report (version 2, src/util.cu)") {
   nan.replace(nan.find("\"time\":100.000000"), 17, "\"time\":\"nan\"");
   CHECK_THROWS_WITH_AS(parse_log(nan, "ag.json"),
                        "ag.json#/results/0/out_of_place/time: time 'nan'; expected a finite number >= 0", ConfigError);
+  // fuzz_logs: an empty device list gave records of 0 ranks; now the count is solved as when
+  // the list is missing (busbw/algbw = 0.5 for all-gather: 2 ranks).
+  std::string no_devices = json;
+  no_devices.replace(no_devices.find("\"devices\":["), 11, "\"devices\":[],\"x\":[");
+  CHECK(parse_log(no_devices, "ag.json").at(0).ranks == 2);
   std::string unknown = json;
   unknown.replace(unknown.find("all_gather_perf"), 15, "gather_perf");
   CHECK_THROWS_WITH_AS(parse_log(unknown, "ag.json"),

@@ -89,6 +89,8 @@ TEST_CASE("record validation names the line and the key") {
   expect_error("{\"source\":", "f.jsonl:1: invalid JSON ([json.exception.parse_error.101] parse error at line 1, "
                                "column 11: syntax error while parsing value - unexpected end of input; expected "
                                "'[', '{', or a literal); expected one JSON record per line");
+  expect_error("{\"collective\": " + std::string(600, '[') + std::string(600, ']') + "}\n",
+               "f.jsonl:1: byte 526: JSON nested more than 512 levels; expected one JSON record per line");
 }
 
 TEST_CASE("collective names and bus bandwidth factors") {

@@ -146,4 +146,7 @@ TEST_CASE("load_trace: missing file and invalid JSON") {
   CHECK_THROWS_WITH_AS(trace::load_trace("/nonexistent/t.json"),
                        "/nonexistent/t.json: cannot open the file; expected a readable shardsim trace JSON file",
                        ConfigError);
+  CHECK_THROWS_WITH_AS(trace::parse_trace("{\"config\": " + std::string(3000, '[') + std::string(3000, ']') + "}", "t.json"),
+                       "t.json: byte 522: JSON nested more than 512 levels; expected a shardsim trace JSON file",
+                       ConfigError);
 }
