@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 
+#include "analysis/calibration/profile.hpp"
 #include "analysis/cli/command.hpp"
 #include "analysis/output/table.hpp"
 #include "analysis/output/timeline.hpp"
@@ -32,7 +33,7 @@ using nlohmann::json;
 const std::vector<std::string> kStepKeys = {
     "model", "trace", "topology", "device", "strategy", "optimizer", "batch-per-device", "seq", "fidelity",
     "precision", "dp", "grad-accum", "checkpointing", "bucket", "shard-group", "no-defer", "no-fusion",
-    "no-prefetch", "algorithm", "compute", "timeline"};
+    "no-prefetch", "algorithm", "compute", "timeline", "profile"};
 
 std::string flag_str(const json& f, const char* key, const std::string& dflt) {
   if (!f.contains(key) || f.at(key).is_null()) return dflt;
@@ -189,7 +190,13 @@ json run_step_flags(const json& flags, std::vector<step::Interval>* timeline) {
 
   // A recorded collective has no dtype in the native trace: it is costed with the element size
   // of `shardsim collective` (CollectiveOp's default), so both commands give the same time.
-  step::TopologyComm comm(topo, fidelity, flag_str(flags, "algorithm", "auto"), {},
+  // --profile (shardsim calibrate): collectives run on the calibrated topology, with the
+  // profile's alpha as step overhead (calib::apply_profile, as `shardsim collective` does).
+  std::optional<calib::AppliedProfile> applied;
+  const std::string profile = flag_str(flags, "profile", "");
+  if (!profile.empty()) applied = calib::apply_profile(topo, calib::load_profile(profile), {}, "--profile");
+  step::TopologyComm comm(applied ? applied->topology : topo, fidelity, flag_str(flags, "algorithm", "auto"),
+                          applied ? applied->cost : coll::CostParams{},
                           replay ? coll::CollectiveOp{}.element_bytes : 2);
   const auto r = step::simulate_step(w, dev, c, comm);
   if (timeline) *timeline = r.timeline;
@@ -198,6 +205,7 @@ json run_step_flags(const json& flags, std::vector<step::Interval>* timeline) {
   out["strategy"] = r.strategy;
   out["model"] = tr.name;
   out["topology"] = topo.name;
+  if (!profile.empty()) out["profile"] = profile;
   out["device"] = dev.name;
   out["dp"] = c.dp;
   out["optimizer"] = c.optimizer->name;
@@ -267,7 +275,7 @@ std::string describe_step(const json& r) {
 
 struct StepCliOptions {
   std::string model, trace, topology, device, strategy, optimizer = "adam", precision = "mixed";
-  std::string fidelity = "analytical", algorithm = "auto", compute = "roofline", bucket, timeline;
+  std::string fidelity = "analytical", algorithm = "auto", compute = "roofline", bucket, timeline, profile;
   double batch = 0, seq = 0;
   std::uint64_t dp = 0, grad_accum = 1, shard_group = 0;
   bool checkpointing = false, no_defer = false, no_fusion = false, no_prefetch = false, json_out = false;
@@ -285,6 +293,7 @@ json to_flags(const StepCliOptions& o, CLI::App* sub) {
   f["fidelity"] = o.fidelity;
   f["algorithm"] = o.algorithm;
   f["compute"] = o.compute;
+  if (!o.profile.empty()) f["profile"] = o.profile;
   if (sub->count("--batch-per-device")) f["batch-per-device"] = o.batch;
   if (sub->count("--seq")) f["seq"] = o.seq;
   if (o.dp) f["dp"] = o.dp;
@@ -324,6 +333,8 @@ void add_step_options(CLI::App* sub, StepCliOptions& o) {
   sub->add_option("--dp", o.dp, "Data-parallel size (default: every device of the topology)");
   sub->add_option("--fidelity", o.fidelity, "analytical | flow");
   sub->add_option("--algorithm,-a", o.algorithm, "Collective algorithm or auto");
+  sub->add_option("--profile", o.profile,
+                  "Calibration profile (shardsim calibrate): calibrated bandwidth per link class, alpha as step overhead");
   sub->add_option("--compute", o.compute, "roofline | measured (trace durations)");
   sub->add_option("--grad-accum", o.grad_accum, "Micro-batches per step");
   sub->add_option("--bucket", o.bucket, "Gradient bucket / fused buffer size (default 25MiB)");

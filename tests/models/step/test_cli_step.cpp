@@ -191,6 +191,42 @@ TEST_CASE("step --trace replays the imported Chakra all-reduce: the time of `sha
   CHECK(tl.str().find("all_reduce_4npus_1MB (allreduce 1 MiB, 4 ranks)") != std::string::npos);
 }
 
+TEST_CASE("step --profile: the calibrated topology and alpha, as collective --profile uses them") {
+  const std::string dir = scratch("profile");
+  const std::string t = import_chakra_allreduce(dir);
+  // A profile as `shardsim calibrate` writes it: every class at 80 % of its declared rate,
+  // alpha 50 us (the step overhead). Classes absent from the topology are ignored.
+  nlohmann::json classes = nlohmann::json::object();
+  for (const char* c : {"ici", "nvlink", "pcie", "ib", "ethernet"}) {
+    classes[c] = {{"alpha_s", 50e-6}, {"efficiency", 0.8}, {"bandwidth_Bps", nullptr}, {"min_bytes", 1 << 20},
+                  {"max_bytes", 4 << 20}, {"fits", nlohmann::json::object()}};
+  }
+  const std::string prof = dir + "/profile.json";
+  {
+    std::ofstream out(prof);
+    out << nlohmann::json{{"profile_version", 1}, {"classes", classes}, {"residuals", nlohmann::json::array()},
+                          {"provenance", "test"}}
+               .dump();
+  }
+  const std::string sw = "switch:n=4,bw=400Mbit,lat=20us";
+  auto c = run("collective --topology " + sw + " --op allreduce --bytes 1MiB --ranks 4 --algorithm ring --profile " +
+               prof + " --json");
+  REQUIRE_MESSAGE(c.status == 0, c.out);
+  const double calibrated = nlohmann::json::parse(c.out).at(0).at("time_s").get<double>();
+  auto plain = run("collective --topology " + sw + " --op allreduce --bytes 1MiB --ranks 4 --algorithm ring --json");
+  REQUIRE(plain.status == 0);
+  CHECK(calibrated > nlohmann::json::parse(plain.out).at(0).at("time_s").get<double>());
+  auto r = run("step --trace " + t + " --topology " + sw + " --device h100 --algorithm ring --profile " + prof +
+               " --json");
+  REQUIRE_MESSAGE(r.status == 0, r.out);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j.at("step_time_s").get<double>() == calibrated);
+  CHECK(j.at("profile") == prof);
+  r = run("step --trace " + t + " --topology " + sw + " --device h100 --profile " + dir + "/missing.json");
+  CHECK(r.status == 2);
+  CHECK(r.out.find(dir + "/missing.json: cannot open the file") != std::string::npos);
+}
+
 TEST_CASE("step --trace: a recorded collective on more ranks than the topology has exits 2 naming the op") {
   const std::string t = import_chakra_allreduce(scratch("too_small"));
   const auto r = run("step --trace " + t + " --topology switch:n=2,bw=100GB/s,lat=1us --device h100");
