@@ -90,6 +90,10 @@ std::vector<BenchRecord> parse_osu(std::string_view text, const std::string& nam
           for (size_t p = body.find(key); p != std::string_view::npos; p = body.find(key, p + 1)) ++columns;
         }
         bandwidth = body.find("Bandwidth") != std::string_view::npos;
+        if (columns < 2) {
+          throw ConfigError(where, fmt::format("a column header '{}' without a value column", body),
+                            "an OSU column header such as '# Size  Latency (us)'");
+        }
       }
       continue;
     }

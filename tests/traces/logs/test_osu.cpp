@@ -49,4 +49,9 @@ TEST_CASE("OSU errors carry the line number") {
                        "p.txt:1: unknown collective in 'OSU MPI Put Latency Test v5'; expected an OSU latency, "
                        "bi-directional bandwidth, allreduce, reduce_scatter, allgather, broadcast, reduce or all-to-all test",
                        ConfigError);
+  // fuzz_logs: a header without a value column let a one-column row read past its tokens.
+  CHECK_THROWS_WITH_AS(parse_log("# OSU MPI Latency Test v5\n# Size  Lat (us)\n4\n", "l.txt"),
+                       "l.txt:2: a column header 'Size  Lat (us)' without a value column; expected an OSU column header "
+                       "such as '# Size  Latency (us)'",
+                       ConfigError);
 }
