@@ -14,6 +14,8 @@
 // leave those n to ring and the others).
 #include <fmt/format.h>
 
+#include <bit>
+
 #include "models/collectives/detail.hpp"
 
 namespace shardsim::coll::detail {
@@ -112,10 +114,12 @@ class Rabenseifner final : public Algorithm {
     std::vector<Step> out;
     const std::size_t n = op.group.size();
     if (n < 2) return out;
+    out.reserve(2 * static_cast<std::size_t>(std::bit_width(n)));
     const auto ring = ring_of(t, op);
     const double S = static_cast<double>(op.size_bytes), nn = static_cast<double>(n);
     auto exchange = [&](std::size_t dist, double bytes, bool reduce, const char* label) {
       Step st;
+      st.transfers.reserve(n);
       for (std::size_t q = 0; q < n; ++q) st.transfers.push_back(xfer(ring[q], ring[q ^ dist], bytes));
       st.reduce_bytes = reduce ? bytes : 0;
       st.label = label;
