@@ -19,7 +19,10 @@ TopologyComm::TopologyComm(const topo::Topology& t, Fidelity f, std::string algo
 
 double TopologyComm::time_s(coll::OpKind kind, std::uint64_t size_bytes, const std::vector<int>& group) {
   if (group.size() <= 1 || size_bytes == 0) return 0.0;
-  auto key = std::make_tuple(static_cast<int>(kind), size_bytes, group);
+  std::size_t gid = 0;
+  while (gid < groups_.size() && groups_[gid] != group) ++gid;
+  if (gid == groups_.size()) groups_.push_back(group);
+  const auto key = std::make_tuple(static_cast<int>(kind), size_bytes, gid);
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
   coll::CollectiveOp op;
   op.kind = kind;
@@ -56,7 +59,7 @@ double TopologyComm::time_s(coll::OpKind kind, std::uint64_t size_bytes, const s
     fo.cost = p_;
     time = coll::evaluate_flow(t_, op, schedule, fo).time_s;
   }
-  memo_.emplace(std::move(key), time);
+  memo_.emplace(key, time);
   return time;
 }
 

@@ -46,7 +46,11 @@ class TopologyComm final : public CommModel {
   std::string algorithm_;
   coll::CostParams p_;
   std::uint32_t element_bytes_;
-  std::map<std::tuple<int, std::uint64_t, std::vector<int>>, double> memo_;
+  // Memo key: (kind, size, index of the group in groups_). A step issues hundreds of
+  // collectives over a handful of distinct groups; comparing against those few avoids copying
+  // and ordering whole rank lists on every call.
+  std::vector<std::vector<int>> groups_;
+  std::map<std::tuple<int, std::uint64_t, std::size_t>, double> memo_;
 };
 
 }  // namespace shardsim::step
