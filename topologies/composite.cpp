@@ -82,6 +82,7 @@ Topology build_hierarchical(Params& p) {
   auto inter = std::make_shared<Topology>(p.topology("inter"));
   const std::size_t dn = intra->num_devices();
   const auto n = static_cast<std::size_t>(nodes);
+  check_builder_count(nodes * static_cast<long>(intra->num_nodes()), "nodes x intra nodes (copies)", p.where("nodes"));
   if (inter->num_devices() != n * dn) {
     throw ConfigError(p.where("inter"), fmt::format("an inter topology of {} devices", inter->num_devices()),
                       fmt::format("nodes x devices per node = {} x {} = {} devices", n, dn, n * dn));

@@ -122,6 +122,7 @@ void register_fat_tree_builders(std::vector<BuilderInfo>& r) {
                           "hosts_per_leaf dividing hosts");
       }
       const long leaves = hosts / per_leaf;
+      if (leaves > 1) check_builder_count(leaves * spines, "leaves x spines (links)", p.where("spines"));
       Topology t;
       for (long h = 0; h < hosts; ++h) {
         t.add_device(Node{fmt::format("h{}", h), NodeKind::device, {}, {fmt::format("leaf{}", h / per_leaf), fmt::format("h{}", h)}, false});
@@ -177,6 +178,8 @@ void register_fat_tree_builders(std::vector<BuilderInfo>& r) {
       const long spines = p.integer("spines");
       const long over = p.integer("oversubscription");
       const bool pxn = p.choice("cross_rail") == "pxn";
+      check_builder_count(nodes * g, "nodes x gpus_per_node (devices)", p.where("gpus_per_node"));
+      check_builder_count(g * spines, "gpus_per_node x spines (links)", p.where("spines"));
       // Each rail leaf has `nodes` downlinks of nic_bw; its uplinks carry 1/over of that,
       // split evenly over the spines.
       const double uplink_bw = static_cast<double>(nodes) * nic_bw / static_cast<double>(over * spines);

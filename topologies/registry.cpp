@@ -117,6 +117,12 @@ nlohmann::json Params::value(const std::string& key) {
   return nlohmann::json(*p.default_text);
 }
 
+void check_builder_count(long count, const std::string& what, const std::string& where) {
+  if (count > kMaxBuilderCount) {
+    throw ConfigError(where, fmt::format("{} = {}", what, count), fmt::format("at most {}", kMaxBuilderCount));
+  }
+}
+
 long Params::integer(const std::string& key) {
   const auto& p = spec(key);
   const auto v = value(key);
@@ -127,6 +133,7 @@ long Params::integer(const std::string& key) {
   if (*i < p.min) {
     throw ConfigError(where(key), fmt::format("{} = {}", key, *i), fmt::format("at least {}", p.min));
   }
+  check_builder_count(*i, key, where(key));
   effective_[key] = *i;
   return *i;
 }

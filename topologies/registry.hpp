@@ -92,6 +92,14 @@ class Params {
   nlohmann::json effective_;
 };
 
+/// Upper bound on every integer parameter and on the devices or links a builder creates (the
+/// torus builder's device cap): a mistyped count is an error, not minutes of building and an
+/// out-of-memory crash.
+inline constexpr long kMaxBuilderCount = 1L << 22;
+
+/// ConfigError(where, "<what> = <count>", "at most kMaxBuilderCount") when count exceeds it.
+void check_builder_count(long count, const std::string& what, const std::string& where);
+
 struct BuilderInfo {
   std::string name;
   std::string description;

@@ -54,6 +54,15 @@ TEST_CASE("inline spec errors") {
   CHECK(error_of("switch:n=4,bw=-5GB/s,lat=1us") ==
         "switch:n=4,bw=-5GB/s,lat=1us: /bw: non-positive rate '-5GB/s'; expected a rate greater than zero");
   CHECK(error_of("switch:n=0,bw=1GB/s,lat=1us") == "switch:n=0,bw=1GB/s,lat=1us: /n: n = 0; expected at least 1");
+  // Counts are capped as the torus's devices are (this one built for minutes, then ran out of memory).
+  CHECK(error_of("switch:n=100000000,bw=1GB/s,lat=1us") ==
+        "switch:n=100000000,bw=1GB/s,lat=1us: /n: n = 100000000; expected at most 4194304");
+  CHECK(error_of("rail_optimized:nodes=4194304,nvlink_bw=1GB/s,nvlink_lat=1us,nic_bw=1GB/s,ib_lat=1us") ==
+        "rail_optimized:nodes=4194304,nvlink_bw=1GB/s,nvlink_lat=1us,nic_bw=1GB/s,ib_lat=1us: /gpus_per_node: "
+        "nodes x gpus_per_node (devices) = 33554432; expected at most 4194304");
+  CHECK(error_of("fat_tree:hosts=4194304,hosts_per_leaf=2,bw=1GB/s,uplink_bw=1GB/s,spines=4,lat=1us") ==
+        "fat_tree:hosts=4194304,hosts_per_leaf=2,bw=1GB/s,uplink_bw=1GB/s,spines=4,lat=1us: /spines: "
+        "leaves x spines (links) = 8388608; expected at most 4194304");
   CHECK(error_of("switch:n=four,bw=1GB/s,lat=1us") ==
         "switch:n=four,bw=1GB/s,lat=1us: /n: 'four' is not a whole number; expected number of devices");
   CHECK(error_of("torus:dims=4x0,bw=1GB/s,lat=1us") ==
