@@ -7,17 +7,44 @@
 
 namespace shardsim::sim {
 
+namespace {
+constexpr std::int64_t kNoTime = std::numeric_limits<std::int64_t>::max();
+}  // namespace
+
+// (time, sequence) order, and its reverse for the side min-heap (std heaps are max-heaps).
+bool EventQueue::before(const Key& a, const Key& b) { return a.t != b.t ? a.t < b.t : a.seq < b.seq; }
+bool EventQueue::after(const Key& a, const Key& b) { return before(b, a); }
+
 EventQueue::EventQueue() {
-  for (auto& level : min_) std::fill(std::begin(level), std::end(level), std::numeric_limits<std::int64_t>::max());
+  for (auto& level : min_) std::fill(std::begin(level), std::end(level), kNoTime);
+}
+
+EventQueue::~EventQueue() {
+  // Pending callables (live or cancelled but not yet dropped) are destroyed here.
+  auto destroy = [](const Key& k) { (void)UniqueFunction::adopt(k.fn); };
+  for (std::size_t i = head_; i < run_.size(); ++i) destroy(run_[i]);
+  for (const Key& k : side_) destroy(k);
+  for (auto& level : buckets_) {
+    for (auto& b : level) {
+      for (const Key& k : b) destroy(k);
+    }
+  }
 }
 
 void EventQueue::place(Key&& k) {
-  if (k.t == last_) {
-    now_.push_back(std::move(k));
+  if (k.t < run_end_) {
+    // Inside the open run's range (at or after last_, since t >= the last popped time):
+    // ordered against the run by the side heap.
+    side_.push_back(std::move(k));
+    std::push_heap(side_.begin(), side_.end(), after);
     return;
   }
+  place_in_bucket(std::move(k));
+}
+
+void EventQueue::place_in_bucket(Key&& k) {
   const auto diff = static_cast<std::uint64_t>(k.t ^ last_);
-  const int level = (63 - std::countl_zero(diff)) / 8;
+  const int level = diff == 0 ? 0 : (63 - std::countl_zero(diff)) / 8;
   const auto v = static_cast<unsigned>((static_cast<std::uint64_t>(k.t) >> (8 * level)) & 0xffu);
   auto& b = buckets_[level][v];
   if (b.capacity() == 0 && !spare_.empty()) {
@@ -32,7 +59,7 @@ void EventQueue::place(Key&& k) {
 EventId EventQueue::push(Time t, UniqueFunction fn) {
   if (t.ps() < last_) throw std::logic_error("event queue: push before the last popped time");
   const std::uint64_t seq = next_seq_++;
-  place(Key{t.ps(), seq, std::move(fn)});
+  place(Key{t.ps(), seq, fn.release()});
   ++live_;
   return EventId{seq};
 }
@@ -67,43 +94,106 @@ bool EventQueue::lowest_bucket(int& level, unsigned& v) const {
   return false;
 }
 
+bool EventQueue::run_first() const {
+  if (head_ == run_.size()) return false;
+  if (side_.empty()) return true;
+  return before(run_[head_], side_.front());
+}
+
+void EventQueue::open_run(int level, unsigned v) {
+  auto& src = buckets_[level][v];
+  mask_[level][v >> 6] &= ~(1ull << (v & 63));
+  last_ = min_[level][v];
+  min_[level][v] = kNoTime;
+  // The run keeps its own storage (it grows to the largest run once); the bucket's goes to
+  // the spare pool, for the next bucket that starts from nothing (buckets of a new time
+  // range), so that steady state allocates nothing.
+  run_.clear();
+  head_ = 0;
+  auto recycle = [this](std::vector<Key>& b) {
+    b.clear();
+    if (b.capacity() > 0 && spare_.size() < kMaxSpare) spare_.push_back(std::move(b));
+    b = std::vector<Key>();
+  };
+  if (level == 0) {
+    // One time value, keys in sequence order (see settle_front): copied as it is.
+    run_.assign(src.begin(), src.end());
+    recycle(src);
+    run_end_ = last_ + 1;
+    return;
+  }
+  // The keys share every byte above `level`: a stable LSD counting sort of their indices on
+  // the low 8 * level bits (one or two passes of 256 counters) gives (time, sequence) order,
+  // the bucket being in sequence order. Then the keys are gathered in that order: a tight
+  // loop of independent loads overlaps its cache misses, where pops in sorted order would
+  // take them one at a time (tried: 30 % slower on the hold model).
+  const std::size_t n = src.size();
+  order_.resize(n);
+  low_.resize(n);
+  std::uint32_t c0[257] = {}, c1[257] = {};
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto low = static_cast<std::uint16_t>(static_cast<std::uint64_t>(src[i].t) & 0xffffu);
+    low_[i] = low;
+    ++c0[(low & 0xffu) + 1];
+    ++c1[(low >> 8) + 1];
+  }
+  for (unsigned b = 1; b <= 256; ++b) {
+    c0[b] += c0[b - 1];
+    c1[b] += c1[b - 1];
+  }
+  if (level == 1) {
+    for (std::size_t i = 0; i < n; ++i) order_[c0[low_[i] & 0xffu]++] = static_cast<std::uint32_t>(i);
+    run_end_ = (last_ | 0xff) + 1;
+  } else {
+    tmp_.resize(n);
+    for (std::size_t i = 0; i < n; ++i) tmp_[c0[low_[i] & 0xffu]++] = static_cast<std::uint32_t>(i);
+    for (std::size_t j = 0; j < n; ++j) {
+      const std::uint32_t i = tmp_[j];
+      order_[c1[low_[i] >> 8]++] = i;
+    }
+    run_end_ = (last_ | 0xffff) + 1;
+  }
+  run_.reserve(n);
+  for (std::size_t j = 0; j < n; ++j) {
+    if (j + kPrefetch < n) __builtin_prefetch(&src[order_[j + kPrefetch]]);
+    run_.push_back(std::move(src[order_[j]]));
+  }
+  recycle(src);
+}
+
 void EventQueue::settle_front() {
   for (;;) {
-    while (head_ < now_.size()) {
-      if (!take_cancelled(now_[head_])) return;
-      now_[head_].fn.reset();  // cancelled: drop the key and its callback
-      ++head_;
+    // Cancelled keys are dropped when they reach a front.
+    while (head_ < run_.size() && take_cancelled(run_[head_])) (void)UniqueFunction::adopt(run_[head_++].fn);
+    while (!side_.empty() && take_cancelled(side_.front())) {
+      std::pop_heap(side_.begin(), side_.end(), after);
+      (void)UniqueFunction::adopt(side_.back().fn);
+      side_.pop_back();
     }
-    now_.clear();
-    head_ = 0;
+    if (head_ < run_.size() || !side_.empty()) return;
     int level = 0;
     unsigned v = 0;
     if (!lowest_bucket(level, v)) return;  // empty
-    auto& src = buckets_[level][v];
-    mask_[level][v >> 6] &= ~(1ull << (v & 63));
-    if (level == 0) {
-      // A level-0 bucket holds one time value, in sequence order: it becomes the now bucket
-      // as it is (a swap, no key moves); the empty now bucket's storage goes back in its place.
-      last_ = min_[0][v];
-      min_[0][v] = std::numeric_limits<std::int64_t>::max();
-      now_.swap(src);
+    if (level <= kRunLevel) {
+      open_run(level, v);
       continue;
     }
-    // The minimum may belong to a cancelled event: harmless, its key is dropped at the front
-    // of the now bucket and every live event is later still.
+    // The minimum may belong to a cancelled event: harmless, its key is dropped at a front
+    // and every live event is later still.
+    auto& src = buckets_[level][v];
+    mask_[level][v >> 6] &= ~(1ull << (v & 63));
     last_ = min_[level][v];
-    min_[level][v] = std::numeric_limits<std::int64_t>::max();
+    min_[level][v] = kNoTime;
     std::vector<Key> moving;
     moving.swap(src);
-    for (Key& k : moving) place(std::move(k));  // every key lands at a lower level or now
+    // Every key lands at a lower level (t >= run_end_: the bucket lies above the last run).
+    // FIFO ties need each bucket in sequence order. That holds by construction: pushes append
+    // increasing sequence numbers, and a redistribution, itself in order, fills only empty
+    // buckets (every bucket below the lowest non-empty one is empty), after which only pushes,
+    // with later numbers, append.
+    for (Key& k : moving) place_in_bucket(std::move(k));
     moving.clear();
-    if (spare_.size() < 64) spare_.push_back(std::move(moving));
-    // FIFO ties need the now bucket in sequence order. Buckets stay in sequence order by
-    // construction (pushes append increasing sequence numbers; a redistribution fills only
-    // empty buckets, since every lower bucket is empty), so this check is cheap and the sort
-    // a safeguard.
-    auto by_seq = [](const Key& a, const Key& b) { return a.seq < b.seq; };
-    if (!std::is_sorted(now_.begin(), now_.end(), by_seq)) std::sort(now_.begin(), now_.end(), by_seq);
+    if (spare_.size() < kMaxSpare) spare_.push_back(std::move(moving));
   }
 }
 
@@ -111,19 +201,23 @@ Time EventQueue::top_time() {
   // Must not move last_ forward: run_until() may stop before this event and let earlier
   // ones be scheduled. Buckets are ordered (level, value), so the first bucket holding a
   // live key holds the earliest live event.
-  while (head_ < now_.size() && take_cancelled(now_[head_])) {
-    now_[head_].fn.reset();
-    ++head_;
+  while (head_ < run_.size() && take_cancelled(run_[head_])) (void)UniqueFunction::adopt(run_[head_++].fn);
+  while (!side_.empty() && take_cancelled(side_.front())) {
+    std::pop_heap(side_.begin(), side_.end(), after);
+    (void)UniqueFunction::adopt(side_.back().fn);
+    side_.pop_back();
   }
-  if (head_ < now_.size()) return Time::from_ps(last_);
+  if (head_ < run_.size() || !side_.empty()) {
+    return Time::from_ps(run_first() ? run_[head_].t : side_.front().t);
+  }
   for (int L = 0; L < kLevels; ++L) {
     for (unsigned v = 0; v < 256; ++v) {
       if ((mask_[L][v >> 6] & (1ull << (v & 63))) == 0) continue;
-      std::int64_t m = std::numeric_limits<std::int64_t>::max();
+      std::int64_t m = kNoTime;
       for (const Key& k : buckets_[L][v]) {
         if (std::find(cancelled_.begin(), cancelled_.end(), k.seq) == cancelled_.end()) m = std::min(m, k.t);
       }
-      if (m != std::numeric_limits<std::int64_t>::max()) return Time::from_ps(m);
+      if (m != kNoTime) return Time::from_ps(m);
     }
   }
   return Time::max();
@@ -131,12 +225,20 @@ Time EventQueue::top_time() {
 
 EventQueue::Popped EventQueue::pop() {
   settle_front();
-  Key& k = now_[head_++];
-  Popped out{Time::from_ps(k.t), k.seq, std::move(k.fn)};
   --live_;
+  if (run_first()) {
+    const Key& k = run_[head_++];
+    return Popped{Time::from_ps(k.t), k.seq, UniqueFunction::adopt(k.fn)};
+  }
+  std::pop_heap(side_.begin(), side_.end(), [](const Key& a, const Key& b) {
+    return a.t != b.t ? a.t > b.t : a.seq > b.seq;
+  });
+  const Key& k = side_.back();
+  Popped out{Time::from_ps(k.t), k.seq, UniqueFunction::adopt(k.fn)};
+  side_.pop_back();
   return out;
 }
 
-void EventQueue::reserve(std::size_t n) { now_.reserve(std::min<std::size_t>(n, 1 << 16)); }
+void EventQueue::reserve(std::size_t n) { order_.reserve(std::min<std::size_t>(n, 1 << 16)); }
 
 }  // namespace shardsim::sim

@@ -4,15 +4,23 @@
 //
 // Structure: a multi-level radix heap (Ahuja, Mehlhorn, Orlin and Tarjan 1990, "Faster
 // algorithms for the shortest path problem", JACM 37(2), with radix 256 instead of 2) over the
-// int64 picosecond time. Simulated time never goes backwards, so keys are monotone. A key
-// differing from the last popped time `last_` first at byte L (from the top) with value v
-// lives in bucket (L, v); keys equal to last_ live in the "now" bucket, in sequence order
-// (FIFO ties). Pop takes the now bucket; when it is empty, the lowest non-empty bucket
-// (found by a 256-bit occupancy mask per level) gives the new last_ (its minimum) and is
-// redistributed into lower levels. A key moves at most 8 times, in practice
-// ceil(log256(spread of pending times)) times (3 for microsecond spreads), with sequential
-// memory access; a binary or 4-ary heap of 1M keys misses cache on every level.
-// Callbacks travel with their keys (relocated by memcpy when trivially copyable).
+// int64 picosecond time, whose lowest level is served as a sorted run. Simulated time never
+// goes backwards, so keys are monotone. A key differing from the reference time `last_` first
+// at byte L (from the top) with value v lives in bucket (L, v); bucket (0, v) holds one time
+// value, bucket (1, v) a range of 256 ps. A 256-bit occupancy mask per level finds the lowest
+// non-empty bucket. When nothing is left at the front, the lowest bucket is taken: at level
+// >= 2 it is redistributed into lower levels around its minimum (the new last_); at level 0
+// or 1 it becomes the run: its keys stay where they are and a counting sort on the low byte
+// (stable, so FIFO among equal times) gives their pop order, instead of scattering a few keys
+// into each of 256 level-0 buckets. Keys pushed while a run is open and falling inside its
+// range go to a small binary heap beside it; pop takes the smaller of the two fronts by
+// (time, sequence). Every key in a bucket is later than the run's range, so that is the
+// global minimum. A key moves ceil(log256(spread of pending times)) - 1 times (2 for
+// microsecond spreads), with sequential memory access; a binary or 4-ary heap of 1M keys
+// misses cache on every level. Callbacks travel with their keys as raw bytes (UniqueFunction
+// is trivially relocatable), so keys move by memcpy, buckets clear in O(1), and a pop reads
+// the run it is in, not a random slot of a large pool (tried: 16-byte keys with callbacks in
+// a pool halved the hold model's rate, one cache miss per pop).
 // Cancel is lazy: the sequence number goes into a small set and the key is dropped when it
 // reaches the front; while nothing is cancelled, pop touches only bucket memory.
 // Complexity: push O(1), pop O(1) amortised (O(8) moves per key at most).
@@ -20,6 +28,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "sim/time.hpp"
@@ -35,6 +44,9 @@ struct EventId {
 class EventQueue {
  public:
   EventQueue();
+  ~EventQueue();
+  EventQueue(const EventQueue&) = delete;
+  EventQueue& operator=(const EventQueue&) = delete;
   EventId push(Time t, UniqueFunction fn);
   /// Cancels a pending event. Precondition: the event has not run yet (callers that cancel
   /// track this, as FlowNetwork does with its armed timer); returns false if the id was
@@ -59,21 +71,39 @@ class EventQueue {
   struct Key {
     std::int64_t t;
     std::uint64_t seq;
-    UniqueFunction fn;
+    UniqueFunction::Raw fn;  // owned: adopted exactly once, when popped or dropped
   };
+  static_assert(std::is_trivially_copyable_v<Key> && sizeof(Key) == 64);
   static constexpr int kLevels = 8;
-  /// Puts a key in the now bucket (t == last_) or in bucket (level of the highest byte where
-  /// t differs from last_, value of t's byte there).
+  static constexpr int kRunLevel = 2;          // buckets at levels <= this become runs
+  static constexpr std::size_t kPrefetch = 8;
+  static constexpr std::size_t kMaxSpare = 64;  // emptied bucket buffers kept for reuse  // keys ahead of the run's front pop() prefetches
+  /// Puts a key in the side heap (inside the open run's range) or in bucket (level of the
+  /// highest byte where t differs from last_, value of t's byte there; level 0 if equal).
   void place(Key&& k);
+  void place_in_bucket(Key&& k);
   /// The lowest non-empty bucket; false when every bucket is empty.
   bool lowest_bucket(int& level, unsigned& v) const;
-  /// Makes buckets_[0] non-empty with a live key at head_ (precondition: live_ > 0).
+  /// Drops cancelled keys at the front of the run and of the side heap; makes a new run when
+  /// both are empty and a bucket is not.
   void settle_front();
+  /// Opens bucket (level <= kRunLevel, v) as the run.
+  void open_run(int level, unsigned v);
   /// True (and forgets it) if the key was cancelled.
   bool take_cancelled(const Key& k);
+  /// Whether the run's front comes before the side heap's top (both non-empty or either).
+  [[nodiscard]] bool run_first() const;
 
-  std::vector<Key> now_;   // keys equal to last_, in sequence order
-  std::size_t head_ = 0;   // next key of now_
+  static bool before(const Key& a, const Key& b);
+  static bool after(const Key& a, const Key& b);
+
+  std::vector<Key> run_;               // keys of the open run, in (time, sequence) order
+  std::vector<std::uint32_t> order_;   // scratch: a bucket's indices in (time, sequence) order
+  std::vector<std::uint16_t> low_;     // scratch: low 16 bits of the run's times
+  std::vector<std::uint32_t> tmp_;     // scratch: first pass of the counting sort
+  std::size_t head_ = 0;               // next key of run_
+  std::vector<Key> side_;              // min-heap on (time, sequence): pushes into the run's range
+  std::int64_t run_end_ = 0;           // keys below it go to side_ (none while no run was opened)
   std::vector<Key> buckets_[kLevels][256];
   std::int64_t min_[kLevels][256];       // smallest time in buckets_[L][v], kept on insert
   std::uint64_t mask_[kLevels][4] = {};  // occupancy of buckets_[L][v]

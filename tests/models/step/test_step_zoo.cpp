@@ -40,8 +40,9 @@ TEST_CASE("sharded beats replicated at small per-device batch; the gain shrinks 
   // gain first grows with the batch (more compute to hide behind). Once communication is
   // hidden (exposed below 25 % of the step), what is left is the update, a share of the
   // step that falls as the batch grows: the gain must then shrink monotonically.
-  for (const auto& [model, seq] : {std::pair<std::string, std::uint64_t>{"gpt3-1.3b", 2048}, {"bert-large", 512},
-                                   {"resnet50", 0}}) {
+  for (const auto& [model_name, seq] : {std::pair<std::string, std::uint64_t>{"gpt3-1.3b", 2048}, {"bert-large", 512},
+                                        {"resnet50", 0}}) {
+    const std::string& model = model_name;  // INFO captures it in a lambda: clang 14 cannot capture bindings
     double previous = 1e9, best = 0;
     std::uint64_t best_batch = 0;
     int compute_bound = 0;
