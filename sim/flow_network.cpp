@@ -6,16 +6,66 @@
 #include <stdexcept>
 
 namespace shardsim::sim {
+namespace {
+
+// Time::ceil_seconds(s).ps() without its std::ceil, a libm call on the baseline x86-64 target,
+// once per flow rating: truncation toward zero, plus one when that fell below x, is ceil for
+// every finite x in the int64 range (|x| >= 2^52 is already integral). Out of range: Time's
+// own check throws.
+[[gnu::always_inline]] inline std::int64_t ceil_ps(double s) {
+  const double ps = s * 1e12;
+  if (!std::isfinite(ps) || std::fabs(ps) > 9.2e18) return Time::ceil_seconds(s).ps();
+  const double x = ps - 1e-6;
+  auto i = static_cast<std::int64_t>(x);
+  if (static_cast<double>(i) < x) ++i;
+  return i;
+}
+
+}  // namespace
+
+void FlowNetwork::LinkFlows::grow() {
+  const std::uint32_t cap = cap_ * 2;
+  auto* heap = new FlowId[cap];
+  std::copy(begin(), end(), heap);
+  if (cap_ > kInline) delete[] heap_;
+  heap_ = heap;
+  cap_ = cap;
+}
+
+void FlowNetwork::set_completion_handler(CompletionHandler h) {
+  if (!h) {
+    on_complete_ = nullptr;
+    return;
+  }
+  on_complete_ = [h = std::move(h)](std::span<const std::uint64_t> tags) {
+    for (auto t : tags) h(t);
+  };
+}
 
 FlowNetwork::LinkIndex FlowNetwork::add_link(double capacity_Bps) {
   if (!(capacity_Bps > 0) || !std::isfinite(capacity_Bps)) {
     throw std::invalid_argument("flow network link capacity must be positive and finite");
   }
-  links_.push_back(Link{capacity_Bps, {}, 0, 0, 0});
+  links_.emplace_back().capacity = capacity_Bps;
+  scratch_.emplace_back();
   return static_cast<LinkIndex>(links_.size() - 1);
 }
 
-FlowNetwork::FlowId FlowNetwork::start(std::span<const LinkIndex> route, double bytes, std::uint64_t tag) {
+void FlowNetwork::restride(std::uint32_t stride) {
+  std::vector<Hop> hops(flows_.size() * stride);
+  for (std::size_t f = 0; f < flows_.size(); ++f) {
+    const std::uint32_t n = std::min(flows_[f].hops, stride_);
+    std::copy_n(hops_.begin() + static_cast<std::ptrdiff_t>(f * stride_), n,
+                hops.begin() + static_cast<std::ptrdiff_t>(f * stride));
+  }
+  hops_.swap(hops);
+  stride_ = stride;
+}
+
+inline FlowNetwork::FlowId FlowNetwork::start_one(std::span<const LinkIndex> route, double bytes, std::uint64_t tag) {
+  for (LinkIndex l : route) {
+    if (l >= links_.size()) throw std::out_of_range("flow network: route names a link that does not exist");
+  }
   FlowId id;
   if (!free_flows_.empty()) {
     id = free_flows_.back();
@@ -23,30 +73,48 @@ FlowNetwork::FlowId FlowNetwork::start(std::span<const LinkIndex> route, double 
   } else {
     id = static_cast<FlowId>(flows_.size());
     flows_.emplace_back();
+    hops_.resize(flows_.size() * stride_);
   }
+  const bool zero = route.empty() || !(bytes > 0);
+  if (!zero && route.size() > stride_) restride(static_cast<std::uint32_t>(route.size()));
   Flow& f = flows_[id];
-  f.route.assign(route.begin(), route.end());
-  f.pos.resize(route.size());
-  f.bytes = f.remaining = std::max(0.0, bytes);
+  f.remaining = std::max(0.0, bytes);
   f.rate = 0;
-  f.last = f.start = sim_.now();
+  f.last = sim_.now();
   f.tag = tag;
   f.bucket = kNone;
-  f.active = true;
+  f.start = sim_.now();
+  f.bytes = f.remaining;
   ++active_;
   ++stats_.flows_started;
-  if (route.empty() || !(bytes > 0)) {
+  if (zero) {
+    // Never on a link: no route kept.
+    f.hops = 0;
     zero_flows_.push_back(id);
   } else {
+    f.hops = static_cast<std::uint32_t>(route.size());
+    Hop* hop = hops_.data() + static_cast<std::size_t>(id) * stride_;
     for (std::size_t i = 0; i < route.size(); ++i) {
-      auto& lf = links_.at(route[i]).flows;
-      f.pos[i] = static_cast<std::uint32_t>(lf.size());
+      auto& lf = links_[route[i]].flows;
+      hop[i] = Hop{route[i], lf.size()};
       lf.push_back(id);
     }
     pending_new_.push_back(id);
   }
-  request_settle();
   return id;
+}
+
+FlowNetwork::FlowId FlowNetwork::start(std::span<const LinkIndex> route, double bytes, std::uint64_t tag) {
+  const FlowId id = start_one(route, bytes, tag);
+  if (!settle_pending_) request_settle();
+  return id;
+}
+
+// The settle request comes before the flows rather than with the first: starting a flow
+// schedules nothing, so the settle event gets the same sequence number either way.
+void FlowNetwork::start(std::span<const StartRequest> flows) {
+  if (!flows.empty() && !settle_pending_) request_settle();
+  for (const StartRequest& r : flows) start_one(r.route, r.bytes, r.tag);
 }
 
 void FlowNetwork::request_settle() {
@@ -71,8 +139,9 @@ void FlowNetwork::settle() {
       Flow& fl = flows_[f];
       double cap = std::numeric_limits<double>::infinity();
       bool alone = true;
-      for (LinkIndex l : fl.route) {
-        const Link& lk = links_[l];
+      const auto hops = route(f);
+      for (const Hop& h : hops) {
+        const Link& lk = links_[h.link];
         if (lk.flows.size() != 1) {
           alone = false;
           break;
@@ -80,7 +149,7 @@ void FlowNetwork::settle() {
         cap = std::min(cap, lk.capacity);
       }
       if (!alone) {
-        for (LinkIndex l : fl.route) dirty_links_.push_back(l);
+        for (const Hop& h : hops) dirty_links_.push_back(h.link);
         continue;
       }
       singles = true;
@@ -90,13 +159,12 @@ void FlowNetwork::settle() {
       if (fl.rate > 0) fl.remaining = std::max(0.0, fl.remaining - fl.rate * (now - fl.last).to_seconds());
       fl.last = now;
       fl.rate = cap;
-      const std::int64_t finish = (now + Time::ceil_seconds(fl.remaining / cap)).ps();
+      const std::int64_t finish = now.ps() + ceil_ps(fl.remaining / cap);
       if (fl.bucket != kNone) {
-        if (finish == fl.finish_ps) continue;
+        if (finish == buckets_[fl.bucket].finish_ps) continue;
         unschedule(f);
       }
-      fl.finish_ps = finish;
-      schedule_completion(f);
+      schedule_completion(f, finish);
     }
     if (singles) ++stats_.solves;
     pending_new_.clear();
@@ -108,18 +176,15 @@ void FlowNetwork::settle() {
   std::vector<std::uint64_t> tags;
   tags.reserve(zero_flows_.size());
   for (FlowId f : zero_flows_) {
-    Flow& fl = flows_[f];
+    const Flow& fl = flows_[f];
     on_flow_done(fl.tag, fl.start, sim_.now(), fl.bytes);
     tags.push_back(fl.tag);
-    fl.active = false;
     --active_;
     ++stats_.flows_completed;
     free_flows_.push_back(f);
   }
   zero_flows_.clear();
-  if (on_complete_) {
-    for (auto t : tags) on_complete_(t);
-  }
+  if (on_complete_) on_complete_(tags);
 }
 
 void FlowNetwork::solve_components() {
@@ -127,8 +192,8 @@ void FlowNetwork::solve_components() {
   component_.clear();
   comp_links_.clear();
   for (LinkIndex l : dirty_links_) {
-    if (links_[l].epoch != epoch_) {
-      links_[l].epoch = epoch_;
+    if (scratch_[l].epoch != epoch_) {
+      scratch_[l].epoch = epoch_;
       comp_links_.push_back(l);
     }
   }
@@ -140,10 +205,10 @@ void FlowNetwork::solve_components() {
       if (fl.epoch == epoch_) continue;
       fl.epoch = epoch_;
       component_.push_back(f);
-      for (LinkIndex l2 : fl.route) {
-        if (links_[l2].epoch != epoch_) {
-          links_[l2].epoch = epoch_;
-          comp_links_.push_back(l2);
+      for (const Hop& h : route(f)) {
+        if (scratch_[h.link].epoch != epoch_) {
+          scratch_[h.link].epoch = epoch_;
+          comp_links_.push_back(h.link);
         }
       }
     }
@@ -162,29 +227,29 @@ void FlowNetwork::solve_components() {
     fl.rate = -1.0;  // unfrozen
   }
   for (LinkIndex l : comp_links_) {
-    Link& lk = links_[l];
-    lk.cap_left = lk.capacity;
-    lk.unfrozen = static_cast<std::uint32_t>(lk.flows.size());
+    LinkScratch& sc = scratch_[l];
+    sc.cap_left = links_[l].capacity;
+    sc.unfrozen = links_[l].flows.size();
   }
   std::size_t unfrozen = component_.size();
   while (unfrozen > 0) {
     double min_share = std::numeric_limits<double>::infinity();
     for (LinkIndex l : comp_links_) {
-      const Link& lk = links_[l];
-      if (lk.unfrozen > 0) min_share = std::min(min_share, std::max(0.0, lk.cap_left) / lk.unfrozen);
+      const LinkScratch& sc = scratch_[l];
+      if (sc.unfrozen > 0) min_share = std::min(min_share, std::max(0.0, sc.cap_left) / sc.unfrozen);
     }
     const double threshold = min_share * (1.0 + 1e-9);
     for (LinkIndex l : comp_links_) {
-      Link& lk = links_[l];
-      if (lk.unfrozen == 0 || std::max(0.0, lk.cap_left) / lk.unfrozen > threshold) continue;
-      for (FlowId f : lk.flows) {
+      const LinkScratch& sc = scratch_[l];
+      if (sc.unfrozen == 0 || std::max(0.0, sc.cap_left) / sc.unfrozen > threshold) continue;
+      for (FlowId f : links_[l].flows) {
         Flow& fl = flows_[f];
         if (fl.rate >= 0) continue;
         fl.rate = min_share;
         --unfrozen;
-        for (LinkIndex l2 : fl.route) {
-          links_[l2].cap_left -= min_share;
-          --links_[l2].unfrozen;
+        for (const Hop& h : route(f)) {
+          scratch_[h.link].cap_left -= min_share;
+          --scratch_[h.link].unfrozen;
         }
       }
     }
@@ -192,11 +257,12 @@ void FlowNetwork::solve_components() {
   for (FlowId f : component_) {
     Flow& fl = flows_[f];
     const double secs = fl.rate > 0 ? fl.remaining / fl.rate : 0.0;
-    const std::int64_t finish = (now + Time::ceil_seconds(secs)).ps();
-    if (fl.bucket != kNone && finish == fl.finish_ps) continue;
-    if (fl.bucket != kNone) unschedule(f);
-    fl.finish_ps = finish;
-    schedule_completion(f);
+    const std::int64_t finish = now.ps() + ceil_ps(secs);
+    if (fl.bucket != kNone) {
+      if (finish == buckets_[fl.bucket].finish_ps) continue;
+      unschedule(f);
+    }
+    schedule_completion(f, finish);
   }
 }
 
@@ -214,19 +280,50 @@ void FlowNetwork::arm_timer() {
   timer_ = sim_.schedule_at(Time::from_ps(t), [this] { on_timer(); });
 }
 
+inline void FlowNetwork::detach(FlowId f) {
+  Flow& fl = flows_[f];
+  for (const Hop& h : route(f)) {
+    auto& lf = links_[h.link].flows;
+    const FlowId last = lf.back();
+    lf[h.pos] = last;
+    lf.pop_back();
+    if (last != f) {
+      for (Hop& o : route(last)) {
+        if (o.link == h.link && o.pos == lf.size()) {
+          o.pos = h.pos;
+          break;
+        }
+      }
+    }
+    if (!lf.empty()) mark_dirty(h.link);
+  }
+  fl.rate = 0;
+  --active_;
+  ++stats_.flows_completed;
+  free_flows_.push_back(f);
+}
+
 void FlowNetwork::on_timer() {
   timer_armed_ = false;
   const std::int64_t now = sim_.now().ps();
   std::vector<std::uint64_t> tags = std::move(done_tags_);
   tags.clear();
+  const bool signal = !on_flow_done.empty();
   while (!heap_.empty() && buckets_[heap_.front()].finish_ps <= now) {
     const std::uint32_t b = heap_.front();
     auto& due = buckets_[b].flows;
-    std::sort(due.begin(), due.end());  // flow-id order within one finish time
+    // Flow-id order within one finish time. Flows enter a bucket in rating order; a step
+    // whose flows start together often has them in (reverse) id order already, since ids come
+    // back from the free list in the order the previous step released them.
+    if (std::is_sorted(due.begin(), due.end(), std::greater<>())) {
+      std::reverse(due.begin(), due.end());
+    } else if (!std::is_sorted(due.begin(), due.end())) {
+      std::sort(due.begin(), due.end());
+    }
     for (FlowId f : due) {
       Flow& fl = flows_[f];
       fl.bucket = kNone;
-      on_flow_done(fl.tag, fl.start, sim_.now(), fl.bytes);
+      if (signal) on_flow_done(fl.tag, fl.start, sim_.now(), fl.bytes);
       tags.push_back(fl.tag);
       detach(f);
     }
@@ -238,47 +335,14 @@ void FlowNetwork::on_timer() {
     dirty_links_.clear();
   }
   arm_timer();
-  if (on_complete_) {
-    for (auto t : tags) on_complete_(t);
-  }
+  if (on_complete_) on_complete_(tags);
   tags.clear();
   done_tags_ = std::move(tags);
 }
 
-void FlowNetwork::detach(FlowId f) {
-  Flow& fl = flows_[f];
-  for (std::size_t i = 0; i < fl.route.size(); ++i) {
-    const LinkIndex l = fl.route[i];
-    auto& lf = links_[l].flows;
-    const std::uint32_t p = fl.pos[i];
-    const FlowId last = lf.back();
-    lf[p] = last;
-    lf.pop_back();
-    if (last != f) {
-      Flow& other = flows_[last];
-      for (std::size_t j = 0; j < other.route.size(); ++j) {
-        if (other.route[j] == l && other.pos[j] == lf.size()) {
-          other.pos[j] = p;
-          break;
-        }
-      }
-    }
-    if (!lf.empty()) mark_dirty(l);
-  }
-  fl.active = false;
-  fl.rate = 0;
-  --active_;
-  ++stats_.flows_completed;
-  free_flows_.push_back(f);
-}
-
-void FlowNetwork::schedule_completion(FlowId f) {
-  Flow& fl = flows_[f];
+std::uint32_t FlowNetwork::bucket_for(std::int64_t finish_ps) {
   std::uint32_t b;
-  if (last_bucket_ != kNone && buckets_[last_bucket_].heap_pos != kNone &&
-      buckets_[last_bucket_].finish_ps == fl.finish_ps) {
-    b = last_bucket_;
-  } else if (auto it = bucket_at_.find(fl.finish_ps); it != bucket_at_.end()) {
+  if (auto it = bucket_at_.find(finish_ps); it != bucket_at_.end()) {
     b = it->second;
   } else {
     if (!free_buckets_.empty()) {
@@ -288,16 +352,14 @@ void FlowNetwork::schedule_completion(FlowId f) {
       b = static_cast<std::uint32_t>(buckets_.size());
       buckets_.emplace_back();
     }
-    buckets_[b].finish_ps = fl.finish_ps;
-    bucket_at_.emplace(fl.finish_ps, b);
+    buckets_[b].finish_ps = finish_ps;
+    bucket_at_.emplace(finish_ps, b);
     buckets_[b].heap_pos = static_cast<std::uint32_t>(heap_.size());
     heap_.push_back(b);
     heap_sift_up(buckets_[b].heap_pos);
   }
   last_bucket_ = b;
-  fl.bucket = b;
-  fl.bucket_pos = static_cast<std::uint32_t>(buckets_[b].flows.size());
-  buckets_[b].flows.push_back(f);
+  return b;
 }
 
 void FlowNetwork::unschedule(FlowId f) {

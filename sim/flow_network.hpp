@@ -15,11 +15,20 @@
 // by finish time: one bucket per distinct finish time, the buckets in an indexed min-heap
 // on that time, the flows of a bucket completed in flow-id order; the Simulator holds one
 // timer event for the earliest. Collective steps finish many flows at one instant (a ring
-// step: one per rank), which then cost O(1) each instead of a heap pop each. Finish times round up to the picosecond, so a flow never completes
-// before its last byte. Route latency is not modelled here: callers delay start() by it.
+// step: one per rank), which then cost O(1) each instead of a heap pop each. Finish times
+// round up to the picosecond, so a flow never completes before its last byte. Route latency
+// is not modelled here: callers delay start() by it.
+//
+// Layout (a 16,384-rank ring keeps 16k flows and 64k links live; every structure a flow
+// touches is sized so that the working set stays in cache): a flow is one 64-byte line; its
+// route is a slab of (link, position) pairs in one flat array with a fixed stride (the
+// longest route started so far), not two vectors per flow. A link's flow list keeps a few
+// ids inline (a ring on a torus puts one flow on each link), and the progressive-filling
+// scratch sits apart from the capacity and the list.
 //
 // Complexity per change: O(component flows x route length + links x bottleneck levels).
-// Memory: O(links + peak concurrent flows); flow slots and their vectors are reused.
+// Memory: O(links + peak concurrent flows x longest route); flow slots are reused.
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -37,6 +46,10 @@ class FlowNetwork {
   using FlowId = std::uint32_t;
   /// Called once per completed flow with the tag given to start(), at its completion time.
   using CompletionHandler = std::function<void(std::uint64_t tag)>;
+  /// Called once per completion instant with the tags of the flows completed then, in
+  /// completion order: the same calls as a CompletionHandler, one indirect call per batch
+  /// (a ring step completes one flow per rank at once). The span is valid during the call.
+  using BatchCompletionHandler = std::function<void(std::span<const std::uint64_t> tags)>;
 
   explicit FlowNetwork(Simulator& sim) : sim_(sim) {}
   FlowNetwork(const FlowNetwork&) = delete;
@@ -47,11 +60,24 @@ class FlowNetwork {
   [[nodiscard]] std::size_t link_count() const { return links_.size(); }
   [[nodiscard]] double capacity(LinkIndex l) const { return links_[l].capacity; }
 
-  void set_completion_handler(CompletionHandler h) { on_complete_ = std::move(h); }
+  /// Replaces any handler set before (either kind).
+  void set_completion_handler(CompletionHandler h);
+  void set_batch_completion_handler(BatchCompletionHandler h) { on_complete_ = std::move(h); }
 
-  /// Starts a flow of `bytes` over `route` now. An empty route or zero bytes completes at the
-  /// current time (after the events already due now). Link indices must be valid.
+  /// Starts a flow of `bytes` over `route` now (the route is copied). An empty route or zero
+  /// bytes completes at the current time (after the events already due now). Throws
+  /// std::out_of_range for a link index that is not a link.
   FlowId start(std::span<const LinkIndex> route, double bytes, std::uint64_t tag);
+
+  /// What start() takes, for starting many flows at once.
+  struct StartRequest {
+    std::span<const LinkIndex> route;
+    double bytes = 0;
+    std::uint64_t tag = 0;
+  };
+  /// Starts the flows in order, exactly as one start() call each would (same ids, same
+  /// events), in one call (a collective step starts one flow per rank at one instant).
+  void start(std::span<const StartRequest> flows);
 
   [[nodiscard]] std::size_t active_flows() const { return active_; }
   /// Current rate of an active flow (bytes/s); 0 until the next settle.
@@ -69,30 +95,93 @@ class FlowNetwork {
   Signal<std::uint64_t, Time, Time, double> on_flow_done;
 
  private:
-  struct Flow {
-    std::vector<LinkIndex> route;
-    std::vector<std::uint32_t> pos;  // index of this flow in links_[route[i]].flows
+  static constexpr std::uint32_t kNone = 0xffffffffu;
+
+  // A flow, in one cache line. Its finish time is its bucket's (buckets_[bucket].finish_ps).
+  struct alignas(64) Flow {
     double remaining = 0;
-    double bytes = 0;
     double rate = 0;
-    Time last;         // when `remaining` was last brought up to date
-    Time start;
-    std::int64_t finish_ps = 0;
+    Time last;  // when `remaining` was last brought up to date
     std::uint64_t tag = 0;
+    Time start;
+    double bytes = 0;
     std::uint32_t bucket = kNone;  // completion bucket, kNone while unrated
     std::uint32_t bucket_pos = 0;
     std::uint32_t epoch = 0;
-    bool active = false;
+    std::uint32_t hops = 0;  // route length; the route is route(id)
+  };
+  static_assert(sizeof(Flow) == 64);
+  // One link of a route and the index of the flow in that link's flow list.
+  struct Hop {
+    LinkIndex link = 0;
+    std::uint32_t pos = 0;
+  };
+
+  // The flows on a link: a vector of ids with kInline of them stored in place (no second
+  // cache line while a link carries at most kInline flows). Order and swap-removal are those
+  // of std::vector: the solve walks links' flows in this order, and keeping the order keeps
+  // results bit-identical.
+  class LinkFlows {
+   public:
+    LinkFlows() = default;
+    LinkFlows(const LinkFlows&) = delete;
+    LinkFlows& operator=(const LinkFlows&) = delete;
+    LinkFlows(LinkFlows&& o) noexcept : size_(o.size_), cap_(o.cap_) {
+      if (o.cap_ > kInline) {
+        heap_ = o.heap_;
+        o.cap_ = kInline;
+        o.size_ = 0;
+      } else {
+        std::copy(o.inline_, o.inline_ + o.size_, inline_);
+      }
+    }
+    LinkFlows& operator=(LinkFlows&&) = delete;
+    ~LinkFlows() {
+      if (cap_ > kInline) delete[] heap_;
+    }
+    [[nodiscard]] std::uint32_t size() const { return size_; }
+    [[nodiscard]] bool empty() const { return size_ == 0; }
+    FlowId* begin() { return cap_ > kInline ? heap_ : inline_; }
+    FlowId* end() { return begin() + size_; }
+    [[nodiscard]] const FlowId* begin() const { return cap_ > kInline ? heap_ : inline_; }
+    [[nodiscard]] const FlowId* end() const { return begin() + size_; }
+    FlowId& operator[](std::uint32_t i) { return begin()[i]; }
+    FlowId back() const { return begin()[size_ - 1]; }
+    void push_back(FlowId f) {
+      if (size_ == cap_) grow();
+      begin()[size_++] = f;
+    }
+    void pop_back() { --size_; }
+
+   private:
+    static constexpr std::uint32_t kInline = 4;
+    void grow();
+    std::uint32_t size_ = 0;
+    std::uint32_t cap_ = kInline;
+    union {
+      FlowId inline_[kInline];
+      FlowId* heap_;
+    };
   };
   struct Link {
     double capacity = 0;
-    std::vector<FlowId> flows;
-    std::uint32_t epoch = 0;
-    // scratch for progressive filling
+    LinkFlows flows;
+  };
+  // Per-link scratch of the component solve, apart from the links (the solve is the rare path
+  // when flows are link-disjoint).
+  struct LinkScratch {
     double cap_left = 0;
     std::uint32_t unfrozen = 0;
+    std::uint32_t epoch = 0;
   };
-  static constexpr std::uint32_t kNone = 0xffffffffu;
+
+  // start() without its settle request; forced inline into both start()s.
+  [[gnu::always_inline]] inline FlowId start_one(std::span<const LinkIndex> route, double bytes, std::uint64_t tag);
+  std::span<Hop> route(FlowId f) {
+    return {hops_.data() + static_cast<std::size_t>(f) * stride_, flows_[f].hops};
+  }
+  /// Re-lays hops_ with a longer stride (a route longer than any before).
+  void restride(std::uint32_t stride);
 
   void mark_dirty(LinkIndex l);
   void request_settle();
@@ -101,14 +190,25 @@ class FlowNetwork {
   void solve_components();
   void arm_timer();
   void on_timer();
-  void detach(FlowId f);
+  // Forced inline where it is called (once per completed flow, on_timer only).
+  [[gnu::always_inline]] inline void detach(FlowId f);
   // completion buckets: flows sharing a finish time; an indexed min-heap of buckets on it
   struct Bucket {
     std::int64_t finish_ps = 0;
     std::vector<FlowId> flows;
     std::uint32_t heap_pos = kNone;
   };
-  void schedule_completion(FlowId f);  // puts f in the bucket of f.finish_ps
+  // Puts f in the bucket of that time. Inline: it runs once per rating, and mostly finds the
+  // bucket it used last (a step's flows finish together).
+  [[gnu::always_inline]] void schedule_completion(FlowId f, std::int64_t finish_ps) {
+    std::uint32_t b = last_bucket_;
+    if (b == kNone || buckets_[b].heap_pos == kNone || buckets_[b].finish_ps != finish_ps) b = bucket_for(finish_ps);
+    Flow& fl = flows_[f];
+    fl.bucket = b;
+    fl.bucket_pos = static_cast<std::uint32_t>(buckets_[b].flows.size());
+    buckets_[b].flows.push_back(f);
+  }
+  std::uint32_t bucket_for(std::int64_t finish_ps);  // finds or makes it; it becomes last_bucket_
   void unschedule(FlowId f);           // takes f out of its bucket
   void release_bucket(std::uint32_t b);
   void heap_sift_up(std::uint32_t i);
@@ -116,7 +216,10 @@ class FlowNetwork {
 
   Simulator& sim_;
   std::vector<Link> links_;
+  std::vector<LinkScratch> scratch_;  // per link
   std::vector<Flow> flows_;
+  std::vector<Hop> hops_;             // flow f's route: hops_[f * stride_, f * stride_ + hops)
+  std::uint32_t stride_ = 0;
   std::vector<FlowId> free_flows_;
   std::vector<Bucket> buckets_;
   std::vector<std::uint32_t> free_buckets_;
@@ -135,7 +238,7 @@ class FlowNetwork {
   bool timer_armed_ = false;
   std::int64_t timer_ps_ = 0;
   EventId timer_{};
-  CompletionHandler on_complete_;
+  BatchCompletionHandler on_complete_;
   Stats stats_;
 };
 

@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
 #include <map>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "sim/flow_network.hpp"
@@ -121,4 +123,46 @@ TEST_CASE("flows started from completion callbacks chain correctly") {
   sim.run();
   CHECK(chained == 9);
   CHECK(sim.now().to_seconds() == doctest::Approx(10e-3).epsilon(1e-9));
+}
+
+TEST_CASE("starting flows as a batch is starting them one by one") {
+  // Same flows, same order: same ids, same completion times, same event trace.
+  auto run = [](bool batch) {
+    Simulator sim;
+    sim.enable_fingerprint();
+    FlowNetwork net(sim);
+    auto a = net.add_link(1e9);
+    auto b = net.add_link(2e9);
+    const std::vector<FlowNetwork::LinkIndex> r1{a}, r2{a, b}, r3{b}, none{};
+    std::vector<std::pair<std::uint64_t, double>> done;
+    net.set_batch_completion_handler([&](std::span<const std::uint64_t> tags) {
+      for (auto t : tags) done.emplace_back(t, sim.now().to_seconds());
+    });
+    const std::vector<FlowNetwork::StartRequest> req{{r1, 1e6, 1}, {r2, 2e6, 2}, {r3, 3e6, 3}, {none, 1e6, 4}, {r2, 0, 5}};
+    sim.schedule_at(Time::from_us(1), [&] {
+      if (batch) {
+        net.start(req);
+      } else {
+        for (const auto& q : req) net.start(q.route, q.bytes, q.tag);
+      }
+    });
+    sim.run();
+    return std::make_pair(done, sim.fingerprint());
+  };
+  const auto one = run(false), all = run(true);
+  CHECK(one.first.size() == 5);
+  CHECK(one.first == all.first);
+  CHECK(one.second == all.second);
+}
+
+TEST_CASE("a route naming a link that does not exist is refused before anything starts") {
+  Fixture f;
+  auto l = f.net.add_link(1e9);
+  const std::vector<FlowNetwork::LinkIndex> bad{l, l + 1};
+  CHECK_THROWS_AS(f.net.start(bad, 1e6, 1), std::out_of_range);
+  CHECK(f.net.active_flows() == 0);
+  const std::vector<FlowNetwork::LinkIndex> r{l};
+  f.net.start(r, 1e6, 2);
+  f.sim.run();
+  CHECK(f.done_at.at(2) == doctest::Approx(1e-3).epsilon(1e-9));
 }

@@ -137,6 +137,33 @@ TEST_CASE("a receiver that lags still credits early arrivals to the right step")
   CHECK(r.time_s == doctest::Approx(1e-3 + 1e-6).epsilon(1e-6));
 }
 
+TEST_CASE("a receiver that lags several steps keeps every early arrival") {
+  // Step 0: 1 -> 2 (1 MB, 1 ms). Steps 1..5: 0 -> 1 (1 KB, 1 us each). Rank 0 is not in
+  // step 0 and runs steps 1..5 back to back while rank 1 is still sending; rank 1 counts the
+  // five arrivals for steps 1..5 (up to four steps ahead of its next one) and passes through
+  // them at 1 ms.
+  auto t = ring_topology(3, 1e9, 0);
+  auto op = op_for(3, 0);
+  Schedule s;
+  s.ranks = 3;
+  s.algorithm = "lag5";
+  Step a;
+  a.transfers = {{1, 2, 1e6}};
+  Step b;
+  b.transfers = {{0, 1, 1e3}};
+  b.repeat = 5;
+  s.steps = {a, b};
+  std::vector<double> ends;
+  FlowOptions o;
+  o.on_transfer = [&](const TransferRecord& r) { ends.push_back(r.end.to_seconds()); };
+  auto r = evaluate_flow(t, op, s, o);
+  CHECK(r.transfers == 6);
+  REQUIRE(ends.size() == 6);
+  for (int i = 0; i < 5; ++i) CHECK(ends[static_cast<std::size_t>(i)] == doctest::Approx((i + 1) * 1e-6).epsilon(1e-6));
+  CHECK(ends[5] == doctest::Approx(1e-3).epsilon(1e-6));
+  CHECK(r.time_s == doctest::Approx(1e-3).epsilon(1e-6));
+}
+
 TEST_CASE("same input, same event trace") {
   auto t = bus_topology(5, 1e9, 1e-6);
   auto op = op_for(5, 1e6);
