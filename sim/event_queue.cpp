@@ -11,9 +11,6 @@ namespace {
 constexpr std::int64_t kNoTime = std::numeric_limits<std::int64_t>::max();
 }  // namespace
 
-// (time, sequence) order, and its reverse for the side min-heap (std heaps are max-heaps).
-bool EventQueue::before(const Key& a, const Key& b) { return a.t != b.t ? a.t < b.t : a.seq < b.seq; }
-bool EventQueue::after(const Key& a, const Key& b) { return before(b, a); }
 
 EventQueue::EventQueue() {
   for (auto& level : min_) std::fill(std::begin(level), std::end(level), kNoTime);
@@ -31,15 +28,9 @@ EventQueue::~EventQueue() {
   }
 }
 
-void EventQueue::place(Key&& k) {
-  if (k.t < run_end_) {
-    // Inside the open run's range (at or after last_, since t >= the last popped time):
-    // ordered against the run by the side heap.
-    side_.push_back(std::move(k));
-    std::push_heap(side_.begin(), side_.end(), after);
-    return;
-  }
-  place_in_bucket(std::move(k));
+void EventQueue::push_side(Key&& k) {
+  side_.push_back(std::move(k));
+  std::push_heap(side_.begin(), side_.end(), [](const Key& a, const Key& b) { return after(a, b); });
 }
 
 void EventQueue::place_in_bucket(Key&& k) {
@@ -56,13 +47,7 @@ void EventQueue::place_in_bucket(Key&& k) {
   mask_[level][v >> 6] |= 1ull << (v & 63);
 }
 
-EventId EventQueue::push(Time t, UniqueFunction fn) {
-  if (t.ps() < last_) throw std::logic_error("event queue: push before the last popped time");
-  const std::uint64_t seq = next_seq_++;
-  place(Key{t.ps(), seq, fn.release()});
-  ++live_;
-  return EventId{seq};
-}
+void EventQueue::throw_push_before() { throw std::logic_error("event queue: push before the last popped time"); }
 
 bool EventQueue::cancel(EventId id) {
   if (id.sequence >= next_seq_) return false;
@@ -153,10 +138,13 @@ void EventQueue::open_run(int level, unsigned v) {
     }
     run_end_ = (last_ | 0xffff) + 1;
   }
-  run_.reserve(n);
+  run_.resize(n);
+  Key* dst = run_.data();
+  const Key* from = src.data();
+  const std::uint32_t* order = order_.data();
   for (std::size_t j = 0; j < n; ++j) {
-    if (j + kPrefetch < n) __builtin_prefetch(&src[order_[j + kPrefetch]]);
-    run_.push_back(std::move(src[order_[j]]));
+    if (j + kPrefetch < n) __builtin_prefetch(from + order[j + kPrefetch]);
+    dst[j] = from[order[j]];
   }
   recycle(src);
 }
@@ -166,7 +154,7 @@ void EventQueue::settle_front() {
     // Cancelled keys are dropped when they reach a front.
     while (head_ < run_.size() && take_cancelled(run_[head_])) (void)UniqueFunction::adopt(run_[head_++].fn);
     while (!side_.empty() && take_cancelled(side_.front())) {
-      std::pop_heap(side_.begin(), side_.end(), after);
+      std::pop_heap(side_.begin(), side_.end(), [](const Key& a, const Key& b) { return after(a, b); });
       (void)UniqueFunction::adopt(side_.back().fn);
       side_.pop_back();
     }
@@ -203,7 +191,7 @@ Time EventQueue::top_time() {
   // live key holds the earliest live event.
   while (head_ < run_.size() && take_cancelled(run_[head_])) (void)UniqueFunction::adopt(run_[head_++].fn);
   while (!side_.empty() && take_cancelled(side_.front())) {
-    std::pop_heap(side_.begin(), side_.end(), after);
+    std::pop_heap(side_.begin(), side_.end(), [](const Key& a, const Key& b) { return after(a, b); });
     (void)UniqueFunction::adopt(side_.back().fn);
     side_.pop_back();
   }
@@ -223,16 +211,14 @@ Time EventQueue::top_time() {
   return Time::max();
 }
 
-EventQueue::Popped EventQueue::pop() {
+EventQueue::Popped EventQueue::pop_slow() {
   settle_front();
   --live_;
   if (run_first()) {
     const Key& k = run_[head_++];
     return Popped{Time::from_ps(k.t), k.seq, UniqueFunction::adopt(k.fn)};
   }
-  std::pop_heap(side_.begin(), side_.end(), [](const Key& a, const Key& b) {
-    return a.t != b.t ? a.t > b.t : a.seq > b.seq;
-  });
+  std::pop_heap(side_.begin(), side_.end(), [](const Key& a, const Key& b) { return after(a, b); });
   const Key& k = side_.back();
   Popped out{Time::from_ps(k.t), k.seq, UniqueFunction::adopt(k.fn)};
   side_.pop_back();

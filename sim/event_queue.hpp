@@ -27,8 +27,11 @@
 // Precondition: push(t) with t >= the time of the last popped event (throws otherwise).
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <new>
 #include <optional>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "sim/time.hpp"
@@ -47,7 +50,13 @@ class EventQueue {
   ~EventQueue();
   EventQueue(const EventQueue&) = delete;
   EventQueue& operator=(const EventQueue&) = delete;
-  EventId push(Time t, UniqueFunction fn);
+  EventId push(Time t, UniqueFunction fn) {
+    if (t.ps() < last_) [[unlikely]] throw_push_before();
+    const std::uint64_t seq = next_seq_++;
+    ++live_;
+    place(Key{t.ps(), seq, fn.release()});
+    return EventId{seq};
+  }
   /// Cancels a pending event. Precondition: the event has not run yet (callers that cancel
   /// track this, as FlowNetwork does with its armed timer); returns false if the id was
   /// already cancelled or never issued.
@@ -62,12 +71,21 @@ class EventQueue {
     UniqueFunction fn;
   };
   /// Removes and returns the earliest live event. Precondition: !empty().
-  Popped pop();
+  Popped pop() {
+    // Inline fast path: nothing cancelled and the open run's front is the earliest key.
+    if (cancelled_.empty() && head_ < run_.size() && (side_.empty() || before(run_[head_], side_.front()))) {
+      const Key& k = run_[head_++];
+      --live_;
+      return Popped{Time::from_ps(k.t), k.seq, UniqueFunction::adopt(k.fn)};
+    }
+    return pop_slow();
+  }
   void reserve(std::size_t n);
 
  private:
-  // The callback travels with its key (moved by memcpy for trivially copyable lambdas), so
-  // a pop reads one sequential bucket instead of a random slot of a large pool.
+  // The callback travels with its key as raw bytes, so a pop reads the run in sequence
+  // instead of a random slot of a large pool. Push and the pop of a run's front are inline
+  // (in the Simulator's loop); the rest is out of line.
   struct Key {
     std::int64_t t;
     std::uint64_t seq;
@@ -76,12 +94,23 @@ class EventQueue {
   static_assert(std::is_trivially_copyable_v<Key> && sizeof(Key) == 64);
   static constexpr int kLevels = 8;
   static constexpr int kRunLevel = 2;          // buckets at levels <= this become runs
-  static constexpr std::size_t kPrefetch = 8;
-  static constexpr std::size_t kMaxSpare = 64;  // emptied bucket buffers kept for reuse  // keys ahead of the run's front pop() prefetches
+  static constexpr std::size_t kPrefetch = 8;   // keys ahead that open_run's gather prefetches
+  static constexpr std::size_t kMaxSpare = 64;  // emptied bucket buffers kept for reuse
   /// Puts a key in the side heap (inside the open run's range) or in bucket (level of the
   /// highest byte where t differs from last_, value of t's byte there; level 0 if equal).
-  void place(Key&& k);
+  void place(Key&& k) {
+    if (k.t < run_end_) {
+      push_side(std::move(k));
+    } else {
+      place_in_bucket(std::move(k));
+    }
+  }
+  /// A key inside the open run's range (at or after last_, since t >= the last popped time):
+  /// ordered against the run by the side heap.
+  void push_side(Key&& k);
   void place_in_bucket(Key&& k);
+  Popped pop_slow();
+  [[noreturn]] static void throw_push_before();
   /// The lowest non-empty bucket; false when every bucket is empty.
   bool lowest_bucket(int& level, unsigned& v) const;
   /// Drops cancelled keys at the front of the run and of the side heap; makes a new run when
@@ -94,10 +123,31 @@ class EventQueue {
   /// Whether the run's front comes before the side heap's top (both non-empty or either).
   [[nodiscard]] bool run_first() const;
 
-  static bool before(const Key& a, const Key& b);
-  static bool after(const Key& a, const Key& b);
+  // (time, sequence) order, and its reverse for the side min-heap (std heaps are max-heaps).
+  static bool before(const Key& a, const Key& b) { return a.t != b.t ? a.t < b.t : a.seq < b.seq; }
+  static bool after(const Key& a, const Key& b) { return before(b, a); }
 
-  std::vector<Key> run_;               // keys of the open run, in (time, sequence) order
+  // Allocator whose value construction is default-initialisation: resize() of a vector of
+  // trivial keys only moves its end (no zero fill before a gather overwrites every key).
+  template <class T>
+  struct NoInit : std::allocator<T> {
+    template <class U>
+    struct rebind {
+      using other = NoInit<U>;
+    };
+    NoInit() = default;
+    template <class U>
+    NoInit(const NoInit<U>&) noexcept {}  // NOLINT(google-explicit-constructor)
+    template <class U>
+    void construct(U* p) noexcept {
+      ::new (static_cast<void*>(p)) U;
+    }
+    template <class U, class... A>
+    void construct(U* p, A&&... a) {
+      ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+    }
+  };
+  std::vector<Key, NoInit<Key>> run_;  // keys of the open run, in (time, sequence) order
   std::vector<std::uint32_t> order_;   // scratch: a bucket's indices in (time, sequence) order
   std::vector<std::uint16_t> low_;     // scratch: low 16 bits of the run's times
   std::vector<std::uint32_t> tmp_;     // scratch: first pass of the counting sort
@@ -109,7 +159,9 @@ class EventQueue {
   std::uint64_t mask_[kLevels][4] = {};  // occupancy of buckets_[L][v]
   // Emptied bucket storage, handed to the next bucket that starts from nothing: a bucket of a
   // high level is refilled only when time reaches its range again, so without this every new
-  // range would grow fresh memory (page faults) while old buffers sit idle.
+  // range would grow fresh memory (page faults) while old buffers sit idle. (Tried: never
+  // freeing, best fit on growth: more page faults, not fewer, since glibc then never reuses
+  // a freed chunk.)
   std::vector<std::vector<Key>> spare_;
   std::int64_t last_ = 0;  // Simulator time starts at 0 and never goes back
   std::vector<std::uint64_t> cancelled_;  // sequence numbers, unsorted (few)

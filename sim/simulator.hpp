@@ -18,7 +18,10 @@ class Simulator {
   Simulator& operator=(const Simulator&) = delete;
 
   /// Schedules `fn` at absolute time `t`. Throws std::logic_error if t < now().
-  EventId schedule_at(Time t, UniqueFunction fn);
+  EventId schedule_at(Time t, UniqueFunction fn) {
+    if (t < now_) [[unlikely]] throw_past(t);
+    return queue_.push(t, std::move(fn));
+  }
   /// Schedules `fn` at now() + dt. Throws std::logic_error if dt < 0.
   EventId schedule_after(Time dt, UniqueFunction fn) { return schedule_at(now_ + dt, std::move(fn)); }
   bool cancel(EventId id) { return queue_.cancel(id); }
@@ -46,6 +49,7 @@ class Simulator {
 
  private:
   bool step(Time limit);
+  [[noreturn]] void throw_past(Time t) const;
   EventQueue queue_;
   Time now_ = Time::zero();
   std::uint64_t events_ = 0;

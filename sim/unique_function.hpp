@@ -32,9 +32,13 @@ class UniqueFunction {
     if constexpr (sizeof(D) <= kInline && alignof(D) <= alignof(std::max_align_t) &&
                   std::is_trivially_copyable_v<D>) {
       new (buf_) D(std::forward<F>(f));
+      // The whole buffer is copied when the function moves: give the tail a value (a
+      // fixed-size store, no cost worth measuring), so no copy reads indeterminate bytes.
+      if constexpr (sizeof(D) < kInline) std::memset(buf_ + sizeof(D), 0, kInline - sizeof(D));
       ops_ = &inline_ops<D>;
     } else {
       *reinterpret_cast<D**>(buf_) = new D(std::forward<F>(f));
+      std::memset(buf_ + sizeof(D*), 0, kInline - sizeof(D*));
       ops_ = &heap_ops<D>;
     }
   }
@@ -60,8 +64,8 @@ class UniqueFunction {
   /// Moves the callable out as bytes; this becomes empty. Whoever holds the Raw must adopt()
   /// it exactly once (to run or destroy it).
   [[nodiscard]] Raw release() noexcept {
-    Raw r;
-    std::memcpy(r.buf, buf_, kInline);
+    Raw r{};
+    if (ops_) std::memcpy(r.buf, buf_, kInline);
     r.ops = ops_;
     ops_ = nullptr;
     return r;
@@ -69,7 +73,7 @@ class UniqueFunction {
   /// Takes ownership of a released callable.
   static UniqueFunction adopt(const Raw& r) noexcept {
     UniqueFunction f;
-    std::memcpy(f.buf_, r.buf, kInline);
+    if (r.ops) std::memcpy(f.buf_, r.buf, kInline);
     f.ops_ = static_cast<const Ops*>(r.ops);
     return f;
   }
