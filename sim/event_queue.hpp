@@ -95,6 +95,7 @@ class EventQueue {
   static constexpr int kLevels = 8;
   static constexpr int kRunLevel = 2;          // buckets at levels <= this become runs
   static constexpr std::size_t kPrefetch = 8;   // keys ahead that open_run's gather prefetches
+  static constexpr std::size_t kWideSortMin = 8192;  // level-2 buckets this large: one 16-bit pass
   static constexpr std::size_t kMaxSpare = 64;  // emptied bucket buffers kept for reuse
   /// Puts a key in the side heap (inside the open run's range) or in bucket (level of the
   /// highest byte where t differs from last_, value of t's byte there; level 0 if equal).
@@ -151,6 +152,7 @@ class EventQueue {
   std::vector<std::uint32_t> order_;   // scratch: a bucket's indices in (time, sequence) order
   std::vector<std::uint16_t> low_;     // scratch: low 16 bits of the run's times
   std::vector<std::uint32_t> tmp_;     // scratch: first pass of the counting sort
+  std::vector<std::uint32_t> wide_;    // scratch: 16-bit counters for large level-2 buckets
   std::size_t head_ = 0;               // next key of run_
   std::vector<Key> side_;              // min-heap on (time, sequence): pushes into the run's range
   std::int64_t run_end_ = 0;           // keys below it go to side_ (none while no run was opened)

@@ -160,3 +160,34 @@ TEST_CASE("pending and cancelled callables are destroyed with the queue (no leak
   CHECK(counter.use_count() == 1);
   CHECK(*counter > 0);
 }
+
+TEST_CASE("a large bucket (one 16-bit counting pass) pops in (time, sequence) order") {
+  // 40,000 keys in one 65,536 ps range (a level-2 bucket beyond the wide-sort threshold),
+  // many sharing a time, pushed in random order; then pushes during the run.
+  sim::EventQueue q;
+  std::set<std::pair<std::int64_t, std::uint64_t>> ref;
+  std::mt19937_64 rng(7);
+  const std::int64_t base = 1 << 20;
+  for (int i = 0; i < 40'000; ++i) {
+    const std::int64_t t = base + static_cast<std::int64_t>(rng() % 30'000);
+    ref.emplace(t, q.push(Time::from_ps(t), [] {}).sequence);
+  }
+  for (int i = 0; i < 60'000; ++i) {
+    auto p = q.pop();
+    REQUIRE(p.time.ps() == ref.begin()->first);
+    REQUIRE(p.sequence == ref.begin()->second);
+    ref.erase(ref.begin());
+    if (i % 3 == 0) {
+      const std::int64_t t = p.time.ps() + static_cast<std::int64_t>(rng() % 70'000);
+      ref.emplace(t, q.push(Time::from_ps(t), [] {}).sequence);
+    }
+    if (ref.empty()) break;
+  }
+  while (!ref.empty()) {
+    auto p = q.pop();
+    REQUIRE(p.time.ps() == ref.begin()->first);
+    REQUIRE(p.sequence == ref.begin()->second);
+    ref.erase(ref.begin());
+  }
+  CHECK(q.empty());
+}
