@@ -96,6 +96,23 @@ TEST_CASE("fingerprint: same schedule, same hash; different order, different has
   CHECK(run(false) != run(true));
 }
 
+namespace {
+
+using RefOrder = std::set<std::pair<std::int64_t, std::uint64_t>>;
+
+// Pops everything left; each pop must be the reference's first (time, sequence).
+void drain_and_check(sim::EventQueue& q, RefOrder& ref) {
+  while (!ref.empty()) {
+    auto p = q.pop();
+    REQUIRE(p.time.ps() == ref.begin()->first);
+    REQUIRE(p.sequence == ref.begin()->second);
+    ref.erase(ref.begin());
+  }
+  CHECK(q.empty());
+}
+
+}  // namespace
+
 // The queue against a reference model (a sorted set of (time, sequence)) under a workload
 // that exercises every path: pushes while a run is open, inside its range (the side heap)
 // and at the current time, spreads from 1 ps to 2^40 ps (runs from level-0, 1 and 2
@@ -103,7 +120,7 @@ TEST_CASE("fingerprint: same schedule, same hash; different order, different has
 TEST_CASE("interleaved pushes, pops and cancels match a reference order") {
   for (std::uint64_t seed : {1u, 2u, 3u}) {
     sim::EventQueue q;
-    std::set<std::pair<std::int64_t, std::uint64_t>> ref;
+    RefOrder ref;
     std::vector<std::pair<std::uint64_t, std::int64_t>> ids;  // (sequence, time) of pushes
     std::mt19937_64 rng(seed);
     std::int64_t now = 0;
@@ -134,13 +151,7 @@ TEST_CASE("interleaved pushes, pops and cancels match a reference order") {
         ++pops;
       }
     }
-    while (!ref.empty()) {
-      auto p = q.pop();
-      REQUIRE(p.time.ps() == ref.begin()->first);
-      REQUIRE(p.sequence == ref.begin()->second);
-      ref.erase(ref.begin());
-    }
-    CHECK(q.empty());
+    drain_and_check(q, ref);
     CHECK(pops > 20'000);
   }
 }
@@ -165,7 +176,7 @@ TEST_CASE("a large bucket (one 16-bit counting pass) pops in (time, sequence) or
   // 40,000 keys in one 65,536 ps range (a level-2 bucket beyond the wide-sort threshold),
   // many sharing a time, pushed in random order; then pushes during the run.
   sim::EventQueue q;
-  std::set<std::pair<std::int64_t, std::uint64_t>> ref;
+  RefOrder ref;
   std::mt19937_64 rng(7);
   const std::int64_t base = 1 << 20;
   for (int i = 0; i < 40'000; ++i) {
@@ -183,11 +194,5 @@ TEST_CASE("a large bucket (one 16-bit counting pass) pops in (time, sequence) or
     }
     if (ref.empty()) break;
   }
-  while (!ref.empty()) {
-    auto p = q.pop();
-    REQUIRE(p.time.ps() == ref.begin()->first);
-    REQUIRE(p.sequence == ref.begin()->second);
-    ref.erase(ref.begin());
-  }
-  CHECK(q.empty());
+  drain_and_check(q, ref);
 }
