@@ -160,15 +160,21 @@ void EventQueue::open_run(int level, unsigned v) {
   recycle(src);
 }
 
+EventQueue::Key EventQueue::take_side() {
+  std::pop_heap(side_.begin(), side_.end(), [](const Key& a, const Key& b) { return after(a, b); });
+  const Key k = side_.back();
+  side_.pop_back();
+  return k;
+}
+
+void EventQueue::drop_cancelled_fronts() {
+  while (head_ < run_.size() && take_cancelled(run_[head_])) (void)UniqueFunction::adopt(run_[head_++].fn);
+  while (!side_.empty() && take_cancelled(side_.front())) (void)UniqueFunction::adopt(take_side().fn);
+}
+
 void EventQueue::settle_front() {
   for (;;) {
-    // Cancelled keys are dropped when they reach a front.
-    while (head_ < run_.size() && take_cancelled(run_[head_])) (void)UniqueFunction::adopt(run_[head_++].fn);
-    while (!side_.empty() && take_cancelled(side_.front())) {
-      std::pop_heap(side_.begin(), side_.end(), [](const Key& a, const Key& b) { return after(a, b); });
-      (void)UniqueFunction::adopt(side_.back().fn);
-      side_.pop_back();
-    }
+    drop_cancelled_fronts();
     if (head_ < run_.size() || !side_.empty()) return;
     int level = 0;
     unsigned v = 0;
@@ -200,12 +206,7 @@ Time EventQueue::top_time() {
   // Must not move last_ forward: run_until() may stop before this event and let earlier
   // ones be scheduled. Buckets are ordered (level, value), so the first bucket holding a
   // live key holds the earliest live event.
-  while (head_ < run_.size() && take_cancelled(run_[head_])) (void)UniqueFunction::adopt(run_[head_++].fn);
-  while (!side_.empty() && take_cancelled(side_.front())) {
-    std::pop_heap(side_.begin(), side_.end(), [](const Key& a, const Key& b) { return after(a, b); });
-    (void)UniqueFunction::adopt(side_.back().fn);
-    side_.pop_back();
-  }
+  drop_cancelled_fronts();
   if (head_ < run_.size() || !side_.empty()) {
     return Time::from_ps(run_first() ? run_[head_].t : side_.front().t);
   }
@@ -229,11 +230,8 @@ EventQueue::Popped EventQueue::pop_slow() {
     const Key& k = run_[head_++];
     return Popped{Time::from_ps(k.t), k.seq, UniqueFunction::adopt(k.fn)};
   }
-  std::pop_heap(side_.begin(), side_.end(), [](const Key& a, const Key& b) { return after(a, b); });
-  const Key& k = side_.back();
-  Popped out{Time::from_ps(k.t), k.seq, UniqueFunction::adopt(k.fn)};
-  side_.pop_back();
-  return out;
+  const Key k = take_side();
+  return Popped{Time::from_ps(k.t), k.seq, UniqueFunction::adopt(k.fn)};
 }
 
 void EventQueue::reserve(std::size_t n) { order_.reserve(std::min<std::size_t>(n, 1 << 16)); }

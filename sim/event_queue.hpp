@@ -29,7 +29,6 @@
 #include <limits>
 #include <memory>
 #include <new>
-#include <optional>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -121,6 +120,10 @@ class EventQueue {
   void open_run(int level, unsigned v);
   /// True (and forgets it) if the key was cancelled.
   bool take_cancelled(const Key& k);
+  /// Removes and returns the side heap's earliest key (precondition: side_ not empty).
+  Key take_side();
+  /// Cancelled keys are dropped (their callables destroyed) when they reach a front.
+  void drop_cancelled_fronts();
   /// Whether the run's front comes before the side heap's top (both non-empty or either).
   [[nodiscard]] bool run_first() const;
 

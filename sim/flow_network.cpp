@@ -6,22 +6,6 @@
 #include <stdexcept>
 
 namespace shardsim::sim {
-namespace {
-
-// Time::ceil_seconds(s).ps() without its std::ceil, a libm call on the baseline x86-64 target,
-// once per flow rating: truncation toward zero, plus one when that fell below x, is ceil for
-// every finite x in the int64 range (|x| >= 2^52 is already integral). Out of range: Time's
-// own check throws.
-[[gnu::always_inline]] inline std::int64_t ceil_ps(double s) {
-  const double ps = s * 1e12;
-  if (!std::isfinite(ps) || std::fabs(ps) > 9.2e18) return Time::ceil_seconds(s).ps();
-  const double x = ps - 1e-6;
-  auto i = static_cast<std::int64_t>(x);
-  if (static_cast<double>(i) < x) ++i;
-  return i;
-}
-
-}  // namespace
 
 void FlowNetwork::LinkFlows::grow() {
   const std::uint32_t cap = cap_ * 2;
@@ -159,7 +143,7 @@ void FlowNetwork::settle() {
       if (fl.rate > 0) fl.remaining = std::max(0.0, fl.remaining - fl.rate * (now - fl.last).to_seconds());
       fl.last = now;
       fl.rate = cap;
-      const std::int64_t finish = now.ps() + ceil_ps(fl.remaining / cap);
+      const std::int64_t finish = now.ps() + Time::ceil_seconds(fl.remaining / cap).ps();
       if (fl.bucket != kNone) {
         if (finish == buckets_[fl.bucket].finish_ps) continue;
         unschedule(f);
@@ -257,7 +241,7 @@ void FlowNetwork::solve_components() {
   for (FlowId f : component_) {
     Flow& fl = flows_[f];
     const double secs = fl.rate > 0 ? fl.remaining / fl.rate : 0.0;
-    const std::int64_t finish = now.ps() + ceil_ps(secs);
+    const std::int64_t finish = now.ps() + Time::ceil_seconds(secs).ps();
     if (fl.bucket != kNone) {
       if (finish == buckets_[fl.bucket].finish_ps) continue;
       unschedule(f);

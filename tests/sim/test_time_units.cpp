@@ -1,6 +1,9 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <cmath>
+#include <random>
+
 #include "sim/error.hpp"
 #include "sim/time.hpp"
 #include "sim/units.hpp"
@@ -73,4 +76,18 @@ TEST_CASE("bad units are errors that name the place, the text and what was expec
   CHECK_THROWS_AS((void)units::parse_bytes("nan", "x"), ConfigError);
   CHECK_THROWS_AS((void)units::parse_size_range("1M:1K", "x"), ConfigError);
   CHECK_THROWS_AS((void)units::parse_size_range("1K:1M:x1", "x"), ConfigError);
+}
+
+TEST_CASE("ceil_seconds is std::ceil of the picoseconds (less 1e-6 ps) over the whole range") {
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> mantissa(-1.0, 1.0);
+  std::uniform_int_distribution<int> exponent(-14, 6);  // 10 fs .. 11 days, both signs
+  for (int i = 0; i < 200'000; ++i) {
+    const double s = mantissa(rng) * std::pow(10.0, exponent(rng));
+    CHECK(Time::ceil_seconds(s).ps() == static_cast<std::int64_t>(std::ceil(s * 1e12 - 1e-6)));
+  }
+  for (double s : {0.0, -0.0, 1e-12, -1e-12, 0.5e-12, 4.5e6, -4.5e6}) {
+    CHECK(Time::ceil_seconds(s).ps() == static_cast<std::int64_t>(std::ceil(s * 1e12 - 1e-6)));
+  }
+  CHECK_THROWS_AS(Time::ceil_seconds(1e8), std::out_of_range);
 }

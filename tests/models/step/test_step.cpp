@@ -4,26 +4,13 @@
 
 #include "models/step/step.hpp"
 #include "sim/error.hpp"
+#include "tests/models/step/toy_device.hpp"
 
 using namespace shardsim;
+using shardsim::test::toy_device;
 using step::Strategy;
 
 namespace {
-
-// 1 TFLOP/s, efficiency 1, no launch overhead; HBM 56,000 B/s so that Adam's update of 2,000
-// parameters (28 bytes each, optimizer.hpp) takes exactly 1 s.
-compute::Device toy_device() {
-  compute::Device d;
-  d.name = "toy";
-  d.peak_flops[compute::MathType::bf16] = 1e12;
-  d.peak_flops[compute::MathType::fp32] = 1e12;
-  d.hbm_Bps = 56000;
-  d.hbm_bytes = 1ULL << 40;
-  d.flops_eff = 1;
-  d.mem_eff = 1;
-  d.launch_s = 0;
-  return d;
-}
 
 // Two units, 1,000 parameters each; forward 1 s per unit, backward 2 s per unit.
 step::Workload toy_workload() {

@@ -12,29 +12,17 @@
 #include "models/step/step.hpp"
 #include "models/step/topology_comm.hpp"
 #include "sim/error.hpp"
+#include "tests/models/step/toy_device.hpp"
 #include "topologies/load.hpp"
 #include "traces/importers/native.hpp"
 #include "traces/trace/workload.hpp"
 
 using namespace shardsim;
+using shardsim::test::toy_device;
 using step::OpPhase;
 using step::Strategy;
 
 namespace {
-
-// 1 TFLOP/s, efficiency 1, no launch overhead, 56,000 B/s of HBM (as test_step.cpp).
-compute::Device toy_device() {
-  compute::Device d;
-  d.name = "toy";
-  d.peak_flops[compute::MathType::bf16] = 1e12;
-  d.peak_flops[compute::MathType::fp32] = 1e12;
-  d.hbm_Bps = 56000;
-  d.hbm_bytes = 1ULL << 40;
-  d.flops_eff = 1;
-  d.mem_eff = 1;
-  d.launch_s = 0;
-  return d;
-}
 
 step::RecordedOp compute_op(const char* name, OpPhase p, double flops, double bytes, std::vector<std::size_t> deps,
                             std::optional<double> measured = std::nullopt) {
