@@ -2,14 +2,70 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <stdexcept>
 #include <utility>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace shardsim::sim {
 
 namespace {
 constexpr std::int64_t kNoTime = std::numeric_limits<std::int64_t>::max();
+constexpr std::size_t kBlockAlign = 4096;
+
+/// Copies a 64-byte key to 16-byte-aligned memory with streaming (non-temporal) stores, which
+/// write the line without reading it first and without keeping it in cache.
+template <class K>
+inline void stream_store(K* dst, const K& k) {
+  static_assert(sizeof(K) == 64 && std::is_trivially_copyable_v<K>);
+#if defined(__SSE2__)
+  const auto* s = reinterpret_cast<const __m128i*>(&k);
+  auto* d = reinterpret_cast<__m128i*>(dst);
+  _mm_stream_si128(d + 0, _mm_loadu_si128(s + 0));
+  _mm_stream_si128(d + 1, _mm_loadu_si128(s + 1));
+  _mm_stream_si128(d + 2, _mm_loadu_si128(s + 2));
+  _mm_stream_si128(d + 3, _mm_loadu_si128(s + 3));
+#else
+  std::memcpy(static_cast<void*>(dst), &k, sizeof(K));
+#endif
+}
+
+/// resize(n) with geometric growth. A vector resized after clear() would otherwise grow to
+/// exactly n: the hold model's runs grow by a few percent at a time for their first 30
+/// openings, and each growth mapped fresh pages (about 22,000 page faults per run, 10 % of
+/// its time, before this).
+template <class V>
+void fit(V& v, std::size_t n) {
+  if (n > v.capacity()) v.reserve(std::max(n, 2 * v.capacity()));
+  v.resize(n);
+}
 }  // namespace
+
+void EventQueue::SlabFree::operator()(Key* p) const { ::operator delete[](p, std::align_val_t{kBlockAlign}); }
+
+EventQueue::Key* EventQueue::take_block() {
+  if (free_blocks_.empty()) [[unlikely]] {
+    const std::size_t blocks = slab_blocks_;
+    slab_blocks_ = std::min(2 * slab_blocks_, kMaxSlabBlocks);
+    auto* mem = static_cast<Key*>(::operator new[](blocks * kBlockKeys * sizeof(Key), std::align_val_t{kBlockAlign}));
+    slabs_.emplace_back(mem);
+    pool_blocks_ += blocks;
+    for (std::size_t i = blocks; i-- > 0;) free_blocks_.push_back(mem + i * kBlockKeys);
+  }
+  Key* b = free_blocks_.back();
+  free_blocks_.pop_back();
+  return b;
+}
+
+void EventQueue::release_blocks(Bucket& b) {
+  // Last block first, so that the next take_block() reuses the most recently touched one.
+  free_blocks_.insert(free_blocks_.end(), b.blocks.begin(), b.blocks.end());
+  b.blocks.clear();  // keeps its capacity: a steady state allocates nothing
+  b.n = 0;
+  b.wp = nullptr;
+}
 
 
 EventQueue::EventQueue() {
@@ -22,9 +78,7 @@ EventQueue::~EventQueue() {
   for (std::size_t i = head_; i < run_.size(); ++i) destroy(run_[i]);
   for (const Key& k : side_) destroy(k);
   for (auto& level : buckets_) {
-    for (auto& b : level) {
-      for (const Key& k : b) destroy(k);
-    }
+    for (auto& b : level) for_each_key(b, destroy);
   }
 }
 
@@ -37,13 +91,18 @@ void EventQueue::place_in_bucket(Key&& k) {
   const auto diff = static_cast<std::uint64_t>(k.t ^ last_);
   const int level = diff == 0 ? 0 : (63 - std::countl_zero(diff)) / 8;
   const auto v = static_cast<unsigned>((static_cast<std::uint64_t>(k.t) >> (8 * level)) & 0xffu);
-  auto& b = buckets_[level][v];
-  if (b.capacity() == 0 && !spare_.empty()) {
-    b.swap(spare_.back());
-    spare_.pop_back();
+  Bucket& b = buckets_[level][v];
+  if (b.n % kBlockKeys == 0) {
+    b.wp = take_block();
+    b.blocks.push_back(b.wp);
   }
   min_[level][v] = std::min(min_[level][v], k.t);
-  b.push_back(std::move(k));
+  if (live_ >= kStreamMinLive) {
+    stream_store(b.wp++, k);
+  } else {
+    *b.wp++ = k;  // few pending keys: they are read back while still in cache
+  }
+  ++b.n;
   mask_[level][v >> 6] |= 1ull << (v & 63);
 }
 
@@ -90,20 +149,16 @@ void EventQueue::open_run(int level, unsigned v) {
   mask_[level][v >> 6] &= ~(1ull << (v & 63));
   last_ = min_[level][v];
   min_[level][v] = kNoTime;
-  // The run keeps its own storage (it grows to the largest run once); the bucket's goes to
-  // the spare pool, for the next bucket that starts from nothing (buckets of a new time
-  // range), so that steady state allocates nothing.
+  // The run keeps its own storage (it grows to the largest run once); the bucket's blocks go
+  // back to the pool.
   run_.clear();
   head_ = 0;
-  auto recycle = [this](std::vector<Key>& b) {
-    b.clear();
-    if (b.capacity() > 0 && spare_.size() < kMaxSpare) spare_.push_back(std::move(b));
-    b = std::vector<Key>();
-  };
   if (level == 0) {
     // One time value, keys in sequence order (see settle_front): copied as it is.
-    run_.assign(src.begin(), src.end());
-    recycle(src);
+    fit(run_, src.n);
+    std::size_t i = 0;
+    for_each_key(src, [&](const Key& k) { run_[i++] = k; });
+    release_blocks(src);
     run_end_ = last_ + 1;
     return;
   }
@@ -112,11 +167,14 @@ void EventQueue::open_run(int level, unsigned v) {
   // the bucket being in sequence order. Then the keys are gathered in that order: a tight
   // loop of independent loads overlaps its cache misses, where pops in sorted order would
   // take them one at a time (tried: 30 % slower on the hold model).
-  const std::size_t n = src.size();
-  order_.resize(n);
-  low_.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    low_[i] = static_cast<std::uint16_t>(static_cast<std::uint64_t>(src[i].t) & 0xffffu);
+  const std::size_t n = src.n;
+  fit(order_, n);
+  fit(low_, n);
+  {
+    std::size_t i = 0;
+    for_each_key(src, [&](const Key& k) {
+      low_[i++] = static_cast<std::uint16_t>(static_cast<std::uint64_t>(k.t) & 0xffffu);
+    });
   }
   if (level == 2 && n >= kWideSortMin) {
     // A large bucket: one pass over 65,536 counters instead of two over 256 (3 % faster on
@@ -140,7 +198,7 @@ void EventQueue::open_run(int level, unsigned v) {
       for (std::size_t i = 0; i < n; ++i) order_[c0[low_[i] & 0xffu]++] = static_cast<std::uint32_t>(i);
       run_end_ = (last_ | 0xff) + 1;
     } else {
-      tmp_.resize(n);
+      fit(tmp_, n);
       for (std::size_t i = 0; i < n; ++i) tmp_[c0[low_[i] & 0xffu]++] = static_cast<std::uint32_t>(i);
       for (std::size_t j = 0; j < n; ++j) {
         const std::uint32_t i = tmp_[j];
@@ -149,15 +207,16 @@ void EventQueue::open_run(int level, unsigned v) {
       run_end_ = (last_ | 0xffff) + 1;
     }
   }
-  run_.resize(n);
+  fit(run_, n);
   Key* dst = run_.data();
-  const Key* from = src.data();
+  Key* const* from = src.blocks.data();
   const std::uint32_t* order = order_.data();
+  auto at = [from](std::uint32_t i) { return from[i / kBlockKeys] + i % kBlockKeys; };
   for (std::size_t j = 0; j < n; ++j) {
-    if (j + kPrefetch < n) __builtin_prefetch(from + order[j + kPrefetch]);
-    dst[j] = from[order[j]];
+    if (j + kPrefetch < n) __builtin_prefetch(at(order[j + kPrefetch]));
+    dst[j] = *at(order[j]);
   }
-  recycle(src);
+  release_blocks(src);
 }
 
 EventQueue::Key EventQueue::take_side() {
@@ -189,16 +248,16 @@ void EventQueue::settle_front() {
     mask_[level][v >> 6] &= ~(1ull << (v & 63));
     last_ = min_[level][v];
     min_[level][v] = kNoTime;
-    std::vector<Key> moving;
-    moving.swap(src);
+    Bucket moving;
+    std::swap(moving, src);
     // Every key lands at a lower level (t >= run_end_: the bucket lies above the last run).
     // FIFO ties need each bucket in sequence order. That holds by construction: pushes append
     // increasing sequence numbers, and a redistribution, itself in order, fills only empty
     // buckets (every bucket below the lowest non-empty one is empty), after which only pushes,
     // with later numbers, append.
-    for (Key& k : moving) place_in_bucket(std::move(k));
-    moving.clear();
-    if (spare_.size() < kMaxSpare) spare_.push_back(std::move(moving));
+    for_each_key(moving, [this](const Key& k) { place_in_bucket(Key(k)); });
+    release_blocks(moving);
+    std::swap(moving.blocks, src.blocks);  // src is empty: give it back its table's capacity
   }
 }
 
@@ -214,9 +273,9 @@ Time EventQueue::top_time() {
     for (unsigned v = 0; v < 256; ++v) {
       if ((mask_[L][v >> 6] & (1ull << (v & 63))) == 0) continue;
       std::int64_t m = kNoTime;
-      for (const Key& k : buckets_[L][v]) {
+      for_each_key(buckets_[L][v], [&](const Key& k) {
         if (std::find(cancelled_.begin(), cancelled_.end(), k.seq) == cancelled_.end()) m = std::min(m, k.t);
-      }
+      });
       if (m != kNoTime) return Time::from_ps(m);
     }
   }

@@ -9,18 +9,20 @@
 // at byte L (from the top) with value v lives in bucket (L, v); bucket (0, v) holds one time
 // value, bucket (1, v) a range of 256 ps. A 256-bit occupancy mask per level finds the lowest
 // non-empty bucket. When nothing is left at the front, the lowest bucket is taken: at level
-// >= 2 it is redistributed into lower levels around its minimum (the new last_); at level 0
-// or 1 it becomes the run: its keys stay where they are and a counting sort on the low byte
-// (stable, so FIFO among equal times) gives their pop order, instead of scattering a few keys
-// into each of 256 level-0 buckets. Keys pushed while a run is open and falling inside its
-// range go to a small binary heap beside it; pop takes the smaller of the two fronts by
-// (time, sequence). Every key in a bucket is later than the run's range, so that is the
-// global minimum. A key moves ceil(log256(spread of pending times)) - 1 times (2 for
-// microsecond spreads), with sequential memory access; a binary or 4-ary heap of 1M keys
-// misses cache on every level. Callbacks travel with their keys as raw bytes (UniqueFunction
-// is trivially relocatable), so keys move by memcpy, buckets clear in O(1), and a pop reads
-// the run it is in, not a random slot of a large pool (tried: 16-byte keys with callbacks in
-// a pool halved the hold model's rate, one cache miss per pop).
+// >= 3 it is redistributed into lower levels around its minimum (the new last_); at level
+// <= 2 it becomes the run: a stable counting sort of its keys' indices on the low 16 bits (two
+// passes of 256 counters, or one of 65,536 for a level-2 bucket of 8,192 keys or more) gives
+// (time, sequence) order, FIFO among equal times, and the keys are gathered in that order into
+// one array. Keys pushed while a run is open and falling inside its range go to a small binary
+// heap beside it; pop takes the smaller of the two fronts by (time, sequence). Every key in a
+// bucket is later than the run's range, so that is the global minimum. With pending times
+// spread over microseconds (below 2^24 ps) a key is written twice: into its level-2 bucket
+// and into the run; each level above adds one move. A binary or 4-ary heap of 1M keys misses
+// cache on every level instead. Buckets are lists of 4 KiB blocks from the queue's own pool
+// (see Bucket). Callbacks travel with their keys as raw bytes (UniqueFunction is trivially
+// relocatable), so keys move by plain copies and a pop reads the run in sequence, not a
+// random slot of a large pool (tried: 16-byte keys with callbacks in a pool halved the hold
+// model's rate, one cache miss per pop).
 // Cancel is lazy: the sequence number goes into a small set and the key is dropped when it
 // reaches the front; while nothing is cancelled, pop touches only bucket memory.
 // Complexity: push O(1), pop O(1) amortised (O(8) moves per key at most).
@@ -80,6 +82,9 @@ class EventQueue {
     return pop_slow();
   }
   void reserve(std::size_t n);
+  /// Bytes the queue holds for pending keys: its block pool, used or free (it never shrinks
+  /// while the queue lives; a steady state stops growing it).
+  [[nodiscard]] std::size_t pool_bytes() const { return pool_blocks_ * kBlockKeys * sizeof(Key); }
 
  private:
   // The callback travels with its key as raw bytes, so a pop reads the run in sequence
@@ -93,9 +98,8 @@ class EventQueue {
   static_assert(std::is_trivially_copyable_v<Key> && sizeof(Key) == 64);
   static constexpr int kLevels = 8;
   static constexpr int kRunLevel = 2;          // buckets at levels <= this become runs
-  static constexpr std::size_t kPrefetch = 8;   // keys ahead that open_run's gather prefetches
+  static constexpr std::size_t kPrefetch = 16;  // keys ahead that open_run's gather prefetches
   static constexpr std::size_t kWideSortMin = 8192;  // level-2 buckets this large: one 16-bit pass
-  static constexpr std::size_t kMaxSpare = 64;  // emptied bucket buffers kept for reuse
   /// Puts a key in the side heap (inside the open run's range) or in bucket (level of the
   /// highest byte where t differs from last_, value of t's byte there; level 0 if equal).
   void place(Key&& k) {
@@ -159,15 +163,46 @@ class EventQueue {
   std::size_t head_ = 0;               // next key of run_
   std::vector<Key> side_;              // min-heap on (time, sequence): pushes into the run's range
   std::int64_t run_end_ = 0;           // keys below it go to side_ (none while no run was opened)
-  std::vector<Key> buckets_[kLevels][256];
+  // A bucket is a list of fixed blocks of kBlockKeys keys from a pool that returns no memory
+  // while the queue lives, so a bucket never reallocates or copies and a steady state maps no
+  // new page (with one vector per bucket, growth and glibc's frees faulted in about 22,000
+  // pages per hold-model run of 11M events, about 5 % of its time). With many keys pending,
+  // pushes write each 64-byte key with streaming stores: it is read back only when time
+  // reaches its bucket, long after it would have left the cache, and bypassing the cache
+  // saves the line's read for ownership and keeps the open run cached (hold model +7 %).
+  struct Bucket {
+    Key* wp = nullptr;          // next free slot of the last block (null: no block yet)
+    std::uint32_t n = 0;        // keys
+    std::vector<Key*> blocks;   // kBlockKeys keys each, the last one partly filled
+  };
+  static constexpr std::size_t kBlockKeys = 64;  // 4 KiB blocks: one page each
+  // Pushes use streaming stores from this many pending keys (4 MiB of keys, half the last
+  // level cache of the machine measured): below it a key is read back before it leaves the
+  // cache, and bypassing the cache made the 512-GPU rail benchmark 5 % slower.
+  static constexpr std::size_t kStreamMinLive = 65536;
+  /// A free block (allocates a new slab when none is free).
+  Key* take_block();
+  /// Returns every block of `b` to the pool; `b` becomes empty.
+  void release_blocks(Bucket& b);
+  /// Applies f to every key of bucket b in insertion order.
+  template <class F>
+  static void for_each_key(const Bucket& b, F&& f) {
+    for (std::size_t i = 0; i < b.blocks.size(); ++i) {
+      const std::size_t m = std::min<std::size_t>(kBlockKeys, b.n - i * kBlockKeys);
+      for (std::size_t j = 0; j < m; ++j) f(b.blocks[i][j]);
+    }
+  }
+  Bucket buckets_[kLevels][256];
   std::int64_t min_[kLevels][256];       // smallest time in buckets_[L][v], kept on insert
   std::uint64_t mask_[kLevels][4] = {};  // occupancy of buckets_[L][v]
-  // Emptied bucket storage, handed to the next bucket that starts from nothing: a bucket of a
-  // high level is refilled only when time reaches its range again, so without this every new
-  // range would grow fresh memory (page faults) while old buffers sit idle. (Tried: never
-  // freeing, best fit on growth: more page faults, not fewer, since glibc then never reuses
-  // a freed chunk.)
-  std::vector<std::vector<Key>> spare_;
+  std::vector<Key*> free_blocks_;        // the pool's free blocks (LIFO)
+  struct SlabFree {
+    void operator()(Key* p) const;
+  };
+  std::vector<std::unique_ptr<Key[], SlabFree>> slabs_;  // the pool's memory, blocks of kBlockKeys
+  std::size_t pool_blocks_ = 0;          // blocks in all slabs
+  std::size_t slab_blocks_ = 4;          // blocks in the next slab: doubles up to kMaxSlabBlocks
+  static constexpr std::size_t kMaxSlabBlocks = 1024;  // 4 MiB
   std::int64_t last_ = 0;  // Simulator time starts at 0 and never goes back
   std::vector<std::uint64_t> cancelled_;  // sequence numbers, unsorted (few)
   std::uint64_t next_seq_ = 0;
