@@ -25,8 +25,8 @@ class Time {
   /// event never fires before the work it stands for is done).
   /// ceil(x) is computed as truncation plus one when that fell below x, exact for every
   /// finite x in range (|x| >= 2^52 is integral), without std::ceil's libm call on the
-  /// baseline x86-64 target (once per flow rating in the flow network; checked against
-  /// std::ceil on 200 M random inputs).
+  /// baseline x86-64 target (once per flow rating in the flow network; test_time_units
+  /// checks it against std::ceil on 200,000 random values from 10 fs to 11 days and edges).
   static Time ceil_seconds(double s) {
     check(s * 1e12);
     const double x = s * 1e12 - 1e-6;

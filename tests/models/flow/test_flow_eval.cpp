@@ -3,6 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <numeric>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "models/collectives/flow_eval.hpp"
 
@@ -45,6 +48,15 @@ CollectiveOp op_for(int n, double S) {
   op.group.resize(static_cast<std::size_t>(n));
   std::iota(op.group.begin(), op.group.end(), 0);
   return op;
+}
+
+// A hand-written schedule of the given steps over `ranks` ranks.
+Schedule schedule_of(std::size_t ranks, std::string algorithm, std::vector<Step> steps) {
+  Schedule s;
+  s.ranks = ranks;
+  s.algorithm = std::move(algorithm);
+  s.steps = std::move(steps);
+  return s;
 }
 
 // Ring all-reduce: 2(n-1) identical steps, each rank sends S/n to its right neighbour.
@@ -124,14 +136,11 @@ TEST_CASE("a receiver that lags still credits early arrivals to the right step")
   // the big transfer when rank 0's step-1 transfer arrives; it must count it for step 1.
   auto t = ring_topology(3, 1e9, 0);
   auto op = op_for(3, 0);
-  Schedule s;
-  s.ranks = 3;
-  s.algorithm = "lag";
   Step a;
   a.transfers = {{0, 1, 1e3}, {1, 2, 1e6}};
   Step b;
   b.transfers = {{0, 1, 1e3}, {1, 2, 1e3}};
-  s.steps = {a, b};
+  const Schedule s = schedule_of(3, "lag", {a, b});
   auto r = evaluate_flow(t, op, s, {});
   // Rank 1 finishes step 0 at 1 ms (big send), then sends 1 KB: 1.001 ms.
   CHECK(r.time_s == doctest::Approx(1e-3 + 1e-6).epsilon(1e-6));
@@ -144,15 +153,12 @@ TEST_CASE("a receiver that lags several steps keeps every early arrival") {
   // them at 1 ms.
   auto t = ring_topology(3, 1e9, 0);
   auto op = op_for(3, 0);
-  Schedule s;
-  s.ranks = 3;
-  s.algorithm = "lag5";
   Step a;
   a.transfers = {{1, 2, 1e6}};
   Step b;
   b.transfers = {{0, 1, 1e3}};
   b.repeat = 5;
-  s.steps = {a, b};
+  const Schedule s = schedule_of(3, "lag5", {a, b});
   std::vector<double> ends;
   FlowOptions o;
   o.on_transfer = [&](const TransferRecord& r) { ends.push_back(r.end.to_seconds()); };
