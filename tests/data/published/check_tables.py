@@ -6,7 +6,8 @@ algbw = bytes / time_us / 1e3 GB/s) and busbw must equal size / time x the nccl-
 of the collective (src/*.cu of NVIDIA/nccl-tests: all_reduce 2(n-1)/n; reduce_scatter,
 all_gather, alltoall (n-1)/n; broadcast, reduce, sendrecv 1).  The printed values are
 rounded (time to 4-5 significant digits, bandwidths to 0.01), so the check allows that
-rounding.  Usage: check_tables.py FILE RANKS COLLECTIVE [FILE RANKS COLLECTIVE ...].
+rounding.  Usage: check_tables.py FILE RANKS COLLECTIVE [FILE RANKS COLLECTIVE ...]
+       check_tables.py --index collectives/index.json   (every nccl-tests file listed there)
 Exit status 1 and the offending lines when a row is inconsistent.
 """
 import re
@@ -22,6 +23,9 @@ FACTORS = {
     "sendrecv": lambda n: 1.0,
 }
 
+INDEX_NAMES = {"allreduce": "all_reduce", "alltoall": "alltoall", "allgather": "all_gather",
+               "reducescatter": "reduce_scatter", "broadcast": "broadcast", "reduce": "reduce", "sendrecv": "sendrecv"}
+
 ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+\w+\s+\w+\s+(-?\d+\s+)?([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+\S+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+\S+\s*$")
 
 
@@ -35,6 +39,7 @@ def check(path, n, coll):
     factor = FACTORS[coll](n)
     for ln, line in enumerate(open(path, encoding="utf-8"), 1):
         line = re.sub(r"^\[\d+(,\d+)*\]<stdout>:", "", line)
+        line = re.sub(r"^\s*\d+: ", "", line)  # srun --label
         m = ROW.match(line)
         if not m:
             continue
@@ -55,6 +60,14 @@ def check(path, n, coll):
 
 def main(argv):
     ok = True
+    if len(argv) == 3 and argv[1] == "--index":
+        import json
+        import os
+        base = os.path.dirname(argv[2])
+        for e in json.load(open(argv[2], encoding="utf-8"))["files"]:
+            if e["format"] == "nccl-tests":
+                ok &= check(os.path.join(base, e["file"]), int(e["ranks"]), INDEX_NAMES[e["collective"]])
+        return 0 if ok else 1
     for i in range(1, len(argv), 3):
         ok &= check(argv[i], int(argv[i + 1]), argv[i + 2])
     return 0 if ok else 1
