@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/fuzz/run.sh SECONDS [TARGET...]: runs each libFuzzer target (clang, ASan + UBSan) for
-# SECONDS seconds from its seed corpus (the fixtures in ../shared/fixtures, the examples and
+# SECONDS seconds from its seed corpus (the fixtures in tests/data/fixtures, the examples and
 # tests/fuzz/corpus/<target without fuzz_>/), then prints executions and crashes per target.
 # Without TARGETs, all of them.
 #
@@ -15,7 +15,7 @@ seconds=${1:?usage: tests/fuzz/run.sh SECONDS [TARGET...]}
 shift
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${SHARDSIM_FUZZ_BUILD:-$root/build-fuzz}
-fixtures=${SHARDSIM_FIXTURES_DIR:-$root/../shared/fixtures}
+fixtures=${SHARDSIM_FIXTURES_DIR:-$root/tests/data/fixtures}
 jobs=${SHARDSIM_FUZZ_JOBS:-2}
 targets=("$@")
 if ((${#targets[@]} == 0)); then

@@ -1,4 +1,4 @@
-// ASTRA-sim 1.0 text workload importer against the fixtures (../shared/fixtures/astra_sim_v1).
+// ASTRA-sim 1.0 text workload importer against the fixtures (tests/data/fixtures/astra_sim_v1).
 #include <doctest/doctest.h>
 
 #include "helpers.hpp"

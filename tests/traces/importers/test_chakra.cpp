@@ -1,4 +1,4 @@
-// Chakra ET (protobuf) and JSON importers against the fixtures in ../shared/fixtures and
+// Chakra ET (protobuf) and JSON importers against the fixtures in tests/data/fixtures and
 // hand-built corrupted streams.
 #include <doctest/doctest.h>
 

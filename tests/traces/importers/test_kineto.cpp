@@ -1,4 +1,4 @@
-// Kineto / PyTorch profiler importer against the HTA fixtures (../shared/fixtures/kineto).
+// Kineto / PyTorch profiler importer against the HTA fixtures (tests/data/fixtures/kineto).
 #include <doctest/doctest.h>
 
 #include "helpers.hpp"
