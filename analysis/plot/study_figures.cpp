@@ -79,8 +79,10 @@ const StudyPoint& at(const std::map<Key, const StudyPoint*>& m, std::size_t pane
 
 std::size_t rows(const StudyFigures& f) { return (f.panels.size() + f.columns - 1) / f.columns; }
 
-// Figure geometry, in pixels: every panel gets the same room whatever the grid.
-constexpr int kPanelW = 400, kPanelH = 330, kTop = 70, kBottom = 70;
+// Figure geometry, in pixels: every panel gets the same cell whatever the grid; inside it,
+// room for the two-line title above and the tick labels and x label below.
+constexpr int kPanelW = 440, kPanelH = 360, kTop = 72, kBottom = 46;
+constexpr int kLeft = 74, kRight = 16, kAbove = 56, kBelow = 50;
 int width(const StudyFigures& f) { return static_cast<int>(f.columns) * kPanelW; }
 int height(const StudyFigures& f) { return static_cast<int>(rows(f)) * kPanelH + kTop + kBottom; }
 
@@ -88,22 +90,41 @@ std::string panel_title(const StudyPanel& p) {
   return fmt::format("{}: {}\n{}, {}", p.system, p.model_label, p.workload, p.precision);
 }
 
-/// Terminal, output and multiplot frame for one format; `body` is drawn in it.
+/// Screen margins placing panel i in its cell (row-major), and its title.
+std::string place_panel(const StudyFigures& f, std::size_t i) {
+  const double w = width(f), h = height(f);
+  const double x0 = static_cast<double>((i % f.columns) * kPanelW);
+  const double y0 = kTop + static_cast<double>((i / f.columns) * kPanelH);
+  return fmt::format("set lmargin at screen {:.4f}\nset rmargin at screen {:.4f}\nset tmargin at screen {:.4f}\n"
+                     "set bmargin at screen {:.4f}\nset title {}\n",
+                     (x0 + kLeft) / w, (x0 + kPanelW - kRight) / w, 1.0 - (y0 + kAbove) / h,
+                     1.0 - (y0 + kPanelH - kBelow) / h, dq(panel_title(f.panels[i])));
+}
+
+/// The shared key: one empty plot spanning the strip below the grid, whose entries (`entries`,
+/// a plot list of NaN series with titles) are drawn in one row, outside every panel's data.
+std::string key_strip(const StudyFigures& f, const std::string& entries) {
+  const double h = height(f);
+  return fmt::format("set lmargin at screen 0.01\nset rmargin at screen 0.99\nset tmargin at screen {:.4f}\n"
+                     "set bmargin at screen 0.002\nunset title\nunset xlabel\nunset ylabel\nunset tics\nunset border\n"
+                     "unset grid\nunset label\nunset logscale\nset xrange [0:1]\nset yrange [0:1]\n"
+                     "set key center center horizontal maxrows 1 samplen 3 spacing 1.2 width 2\nplot {}\n",
+                     (kBottom - 4) / h, entries);
+}
+
+/// Terminal, output and multiplot frame for one format around `body`.
 std::string frame(const StudyFigures& f, const std::string& name, const std::string& ext, const std::string& title,
                   const std::string& body) {
-  const double w = width(f), h = height(f);
   std::string g;
   if (ext == "svg") {
-    g += fmt::format("set terminal svg size {},{} dynamic noenhanced font 'sans,13' background 'white'\n", width(f), height(f));
+    g += fmt::format("set terminal svg size {},{} dynamic noenhanced font 'sans,11' background 'white'\n", width(f), height(f));
   } else {
     g += fmt::format("set terminal pngcairo size {},{} noenhanced font 'sans,10' background 'white'\n", width(f), height(f));
   }
   g += fmt::format("set output '{}.{}'\n", name, ext);
-  g += "reset\nset datafile separator ','\nset grid ytics lc rgb '#dddddd'\nset border 3\nset tics nomirror\n";
-  // Screen margins: the title above the grid, the shared key in the strip below it.
-  g += fmt::format("set multiplot layout {},{} title {} font ',15' margins {:.4f},{:.4f},{:.4f},{:.4f} spacing {:.4f},{:.4f}\n",
-                   rows(f), f.columns, dq(title), 70.0 / w, 1.0 - 15.0 / w, (kBottom + 10.0) / h, 1.0 - kTop / h, 75.0 / w,
-                   95.0 / h);
+  g += "reset\nset datafile separator ','\nset grid ytics lc rgb '#dddddd'\nset border 3\nset tics nomirror\nunset key\n";
+  g += "set style textbox opaque noborder\n";
+  g += fmt::format("set multiplot title {} font ',14'\n", dq(title));
   g += body;
   g += "unset multiplot\nunset output\n";
   return g;
@@ -118,18 +139,33 @@ std::string both_formats(const StudyFigures& f, const std::string& name, const s
   return g;
 }
 
-/// The shared key: drawn by the first panel only, centred in the strip below the grid.
-std::string key_line(std::size_t panel, const StudyFigures& f, bool invert) {
-  if (panel != 0) return "unset key\n";
-  return fmt::format("set key at screen 0.5,{:.4f} center center horizontal maxrows 1 samplen 2.5 spacing 1.2 width 1 "
-                     "opaque box lc rgb '#bbbbbb' {}\n",
-                     kBottom / 2.0 / height(f), invert ? "invert" : "noinvert");
-}
-
 std::string strategy_tics(const StudyFigures& f) {
   std::string t = "set xtics (";
   for (std::size_t k = 0; k < f.strategies.size(); ++k) t += fmt::format("{}{} {}", k ? ", " : "", sq(f.strategies[k]), k);
   return t + fmt::format(") scale 0\nset xrange [-0.6:{}.6]\n", f.strategies.size() - 1);
+}
+
+/// Boxes stacked by drawing the cumulative sums of columns first..first+n-1 from the top down:
+/// each box hides the lower part of the one before, leaving one band per component.
+std::string stacked_boxes(const std::string& csv, std::size_t panel, int first, int n, const char* const* colours,
+                          const std::string& scale) {
+  std::string g;
+  for (int c = n - 1; c >= 0; --c) {
+    std::string sum = fmt::format("${}", first);
+    for (int j = 1; j <= c; ++j) sum += fmt::format("+${}", first + j);
+    g += fmt::format("{}'{}' using ($1=={} ? $6 : NaN):({}*({})) with boxes lc rgb '{}' notitle, \\\n",
+                     c == n - 1 ? "" : "     ", csv, panel + 1, scale, sum, colours[c]);
+  }
+  return g;
+}
+
+/// Key entries for filled boxes.
+std::string box_entries(const char* const* colours, const char* const* names, int n) {
+  std::string e;
+  for (int c = 0; c < n; ++c) {
+    e += fmt::format("NaN with boxes fs solid 0.9 border lc rgb '#333333' lc rgb '{}' title {}, ", colours[c], sq(names[c]));
+  }
+  return e;
 }
 
 }  // namespace
@@ -231,7 +267,7 @@ std::string speedup_gp(const StudyFigures& f) {
   const double mid = (static_cast<double>(f.strategies.size()) - 1) / 2.0;
   std::string body;
   for (std::size_t i = 0; i < f.panels.size(); ++i) {
-    body += "set title " + dq(panel_title(f.panels[i])) + "\n" + key_line(i, f, false);
+    body += place_panel(f, i);
     body += fmt::format("set logscale x 2\nset xrange [{}:{}]\n", lo, hi) + tics;
     body += "set xlabel 'data-parallel devices N'\nset ylabel 'speedup over replicated'\nset format y '%.2f'\n";
     body += "set yrange [*:*]\nset offsets 0, 0, graph 0.08, graph 0.08\n";
@@ -240,22 +276,25 @@ std::string speedup_gp(const StudyFigures& f) {
       const auto& st = style(k);
       // Strategies side by side around each N (a small horizontal dodge on the log axis) so
       // that equal speedups do not hide each other's markers.
-      const std::string x = fmt::format("($1=={} && strcol(5) eq {} ? $4*2**({:.2f}) : NaN)", i + 1, sq(f.strategies[k]),
-                                        (static_cast<double>(k) - mid) * 0.07);
-      const std::string xfit = fmt::format("($1=={} && strcol(5) eq {} && $6==1 ? $4*2**({:.2f}) : NaN)", i + 1,
-                                           sq(f.strategies[k]), (static_cast<double>(k) - mid) * 0.07);
-      const std::string xno = fmt::format("($1=={} && strcol(5) eq {} && $6==0 ? $4*2**({:.2f}) : NaN)", i + 1,
-                                          sq(f.strategies[k]), (static_cast<double>(k) - mid) * 0.07);
-      body += fmt::format("{}'speedup.csv' using {}:9 with lines lw 2 dt {} lc rgb '{}' notitle, \\\n", k ? "     " : "", x,
-                          st.dash, st.colour);
-      body += fmt::format("     '' using {}:9 with points pt {} ps 1.3 lc rgb '{}' title {}, \\\n", xfit, st.point, st.colour,
-                          i == 0 ? sq(f.strategies[k]) : "''");
-      body += fmt::format("     '' using {}:9 with points pt 2 ps 1.8 lw 2 lc rgb '{}' notitle, \\\n", xno, st.colour);
+      const std::string sel = fmt::format("$1=={} && strcol(5) eq {}", i + 1, sq(f.strategies[k]));
+      const std::string x = fmt::format("$4*2**({:.2f})", (static_cast<double>(k) - mid) * 0.1);
+      body += fmt::format("{}'speedup.csv' using ({} ? {} : NaN):9 with lines lw 2 dt {} lc rgb '{}' notitle, \\\n",
+                          k ? "     " : "", sel, x, st.dash, st.colour);
+      body += fmt::format("     '' using ({} && $6==1 ? {} : NaN):9 with points pt {} ps 1.4 lc rgb '{}' notitle, \\\n", sel, x,
+                          st.point, st.colour);
+      body += fmt::format("     '' using ({} && $6==0 ? {} : NaN):9 with points pt 2 ps 2 lw 2 lc rgb '{}' notitle{}", sel, x,
+                          st.colour, k + 1 < f.strategies.size() ? ", \\\n" : "\n");
     }
-    body += "     NaN with points pt 2 ps 1.8 lw 2 lc rgb 'black' title 'does not fit in HBM (drawn at its speedup if it fit)'\n";
   }
+  std::string entries;
+  for (std::size_t k = 0; k < f.strategies.size(); ++k) {
+    const auto& st = style(k);
+    entries += fmt::format("NaN with linespoints lw 2 dt {} pt {} ps 1.4 lc rgb '{}' title {}, ", st.dash, st.point, st.colour,
+                           sq(f.strategies[k]));
+  }
+  body += key_strip(f, entries + "NaN with points pt 2 ps 2 lw 2 lc rgb 'black' title 'does not fit in HBM'");
   return both_formats(f, "speedup", "shardsim flagship study: speedup of each strategy over replicated (issue 17)",
-                      f.title + ": speedup over replicated", body);
+                      f.title + ": speedup over replicated\n(x: does not fit in HBM, drawn at the speedup it would have if it fit)", body);
 }
 
 std::string breakdown_gp(const StudyFigures& f) {
@@ -263,25 +302,21 @@ std::string breakdown_gp(const StudyFigures& f) {
   const auto n = bar_size(f);
   std::string body;
   for (std::size_t i = 0; i < f.panels.size(); ++i) {
-    body += "set title " + dq(panel_title(f.panels[i])) + "\n" + key_line(i, f, true);
-    body += strategy_tics(f);
-    body += "set xlabel ''\nset ylabel 'step time (s)'\nset format y '%g'\nset yrange [0:*]\nset offsets 0, 0, graph 0.1, 0\n";
+    body += place_panel(f, i) + strategy_tics(f);
+    body += "set xlabel ''\nset ylabel 'step time (ms)'\nset format y '%g'\nset yrange [0:*]\nset offsets 0, 0, graph 0.1, 0\n";
     body += "set style fill solid 0.9 border lc rgb '#333333'\nset boxwidth 0.7\n";
-    body += "plot ";
-    // Stacked by drawing the cumulative sums from the top down: each box hides the lower part
-    // of the one before, leaving one band per component (key inverted to read bottom up).
-    for (int c = 3; c >= 0; --c) {
-      std::string sum = "$8";
-      for (int j = 1; j <= c; ++j) sum += fmt::format("+${}", 8 + j);
-      body += fmt::format("{}'breakdown.csv' using ($1=={} ? $6 : NaN):({}) with boxes lc rgb '{}' title {}, \\\n",
-                          c == 3 ? "" : "     ", i + 1, sum, kTimeColours[c], i == 0 ? sq(kTimeNames[c]) : "''");
-    }
-    body += fmt::format("     '' using ($1=={} && $7==0 ? $6 : NaN):($8+$9+$10+$11):('no fit') with labels offset 0,0.8 "
-                        "tc rgb '#cc0000' notitle\n",
+    body += "plot " + stacked_boxes("breakdown.csv", i, 8, 4, kTimeColours, "1e3");
+    body += fmt::format("     'breakdown.csv' using ($1=={} && $7==0 ? $6 : NaN):(1e3*($8+$9+$10+$11)):('no fit') with labels "
+                        "offset 0,0.8 tc rgb '#cc0000' notitle\n",
                         i + 1);
   }
+  std::string entries = box_entries(kTimeColours, kTimeNames, 4);
+  entries.resize(entries.size() - 2);  // the trailing ", "
+  body += key_strip(f, entries);
   return both_formats(f, "breakdown", "shardsim flagship study: step-time breakdown per strategy (issue 17)",
-                      f.title + fmt::format(": step time at N = {} ('no fit': time if it fit)", size_label(n)), body);
+                      f.title + fmt::format(": step time at N = {}\n(no fit: does not fit in HBM; the bar is the time it would take if it fit)",
+                                            size_label(n)),
+                      body);
 }
 
 std::string memory_gp(const StudyFigures& f) {
@@ -290,26 +325,19 @@ std::string memory_gp(const StudyFigures& f) {
   std::string body;
   for (std::size_t i = 0; i < f.panels.size(); ++i) {
     const double hbm_gib = static_cast<double>(f.panels[i].hbm_bytes) / 1073741824.0;
-    body += "set title " + dq(panel_title(f.panels[i])) + "\n" + key_line(i, f, true);
-    body += strategy_tics(f);
+    body += place_panel(f, i) + strategy_tics(f);
     body += "set xlabel ''\nset ylabel 'memory per device (GiB)'\nset format y '%g'\nset yrange [0:*]\nset offsets 0, 0, graph 0.1, 0\n";
     body += "set style fill solid 0.9 border lc rgb '#333333'\nset boxwidth 0.7\n";
-    body += fmt::format("unset label\nset label 'HBM {:.4g} GiB' at graph 0.02, first {:.6g} offset 0,0.7 tc rgb '#cc0000' front\n",
+    body += fmt::format("unset label\nset label 'HBM {:.4g} GiB' at graph 0.99, first {:.6g} right offset 0,0.8 tc rgb '#cc0000' "
+                        "boxed front\n",
                         hbm_gib, hbm_gib);
-    body += "plot ";
-    for (int c = 4; c >= 0; --c) {
-      std::string sum = "$8";
-      for (int j = 1; j <= c; ++j) sum += fmt::format("+${}", 8 + j);
-      body += fmt::format("{}'memory.csv' using ($1=={} ? $6 : NaN):(({})/2**30) with boxes lc rgb '{}' title {}, \\\n",
-                          c == 4 ? "" : "     ", i + 1, sum, kMemColours[c], i == 0 ? sq(kMemNames[c]) : "''");
-    }
-    body += fmt::format("     {:.6g} with lines lw 2 dt 2 lc rgb '#cc0000' title {}, \\\n", hbm_gib,
-                        i == 0 ? "'device HBM'" : "''");
+    body += "plot " + stacked_boxes("memory.csv", i, 8, 5, kMemColours, "2**-30");
+    body += fmt::format("     {:.6g} with lines lw 2 dt 2 lc rgb '#cc0000' notitle, \\\n", hbm_gib);
     body += fmt::format("     'memory.csv' using ($1=={} && $7==0 ? $6 : NaN):($13/2**30):('no fit') with labels offset 0,0.8 "
                         "tc rgb '#cc0000' notitle\n",
                         i + 1);
   }
-  body += "unset label\n";
+  body += key_strip(f, box_entries(kMemColours, kMemNames, 5) + "NaN with lines lw 2 dt 2 lc rgb '#cc0000' title 'device HBM capacity'");
   return both_formats(f, "memory", "shardsim flagship study: memory per device against HBM (issue 17)",
                       f.title + fmt::format(": memory per device at N = {}", size_label(n)), body);
 }

@@ -148,10 +148,10 @@ TEST_CASE("the reference figure data are consistent with each other and with stu
   for (const auto& r : sp.rows) {
     const std::string at = r[col(sp, "panel")] + "/" + r[col(sp, "dp")];
     CHECK(num(r[col(sp, "speedup_vs_replicated")]) ==
-          doctest::Approx(rep.at(at) / num(r[col(sp, "time_if_it_fit_s")])).epsilon(2e-6));
+          doctest::Approx(rep.at(at) / num(r[col(sp, "time_if_it_fit_s")])).epsilon(2e-5));  // three roundings to 6 digits
     no_fit += r[col(sp, "fits")] == "0";
   }
-  // GPT-3 13B replicated needs 16 bytes x 13e9 parameters (ZeRO Table 1) > 16 GiB of a TPU v3:
+  // GPT-3 13B replicated needs 16 bytes x 13e9 parameters (ZeRO Table 1) > 32 GiB of a TPU v3 chip:
   // the quick study has configurations that do not fit, and they are kept, not dropped.
   CHECK(no_fit > 0);
   // Each bar's components add up to its step time (exposed communication is the rest of the
@@ -188,9 +188,9 @@ TEST_CASE("study --quick writes the figures: SVG and PNG when gnuplot is install
   }
   const std::map<std::string, std::vector<std::string>> titles = {
       {"speedup", {"speedup over replicated", "TPU v3 pod: GPT-3 13B", "DGX H100 cluster: ResNet-50",
-                   "does not fit in HBM", "bf16 mixed, Adam", "batch 1/device"}},
+                   "does not fit in HBM", "bf16 mixed, Adam", "batch 1 x seq 2048/device"}},
       {"breakdown", {"step time at N = 64", "exposed communication", "weight update", "no fit", "BERT-large"}},
-      {"memory", {"memory per device at N = 64", "optimizer state", "device HBM", "HBM 16 GiB", "HBM 80 GiB"}}};
+      {"memory", {"memory per device at N = 64", "optimizer state", "device HBM", "HBM 32 GiB", "HBM 80 GiB"}}};
   for (const auto& [name, expected] : titles) {
     const std::string svg = read_file(q.dir + "/" + name + ".svg");
     const std::string png = read_file(q.dir + "/" + name + ".png");
