@@ -113,7 +113,7 @@ TEST_CASE("a study with a missing, repeated or timeless point is refused, not dr
 TEST_CASE("study --quick: the figure data match the checked-in reference byte for byte") {
   const auto& q = quick_study();
   REQUIRE(q.result.exit_code == 0);
-  for (const char* name : {"speedup.csv", "breakdown.csv", "memory.csv"}) {
+  for (const std::string name : {"speedup.csv", "breakdown.csv", "memory.csv"}) {
     const std::string got = read_file(q.dir + "/" + name);
     const std::string want = read_file(kGolden + "/" + name);
     REQUIRE_MESSAGE(!want.empty(), "missing reference " << kGolden << "/" << name);
@@ -122,7 +122,7 @@ TEST_CASE("study --quick: the figure data match the checked-in reference byte fo
   }
 }
 
-TEST_CASE("the reference figure data are consistent with each other and with study.csv") {
+TEST_CASE("the reference figure data are consistent: speedups, bar sums, peaks and fits follow from their columns") {
   using shardsim::sweep::read_csv;
   const auto sp = read_csv(kGolden + "/speedup.csv", "speedup");
   const auto bd = read_csv(kGolden + "/breakdown.csv", "breakdown");
