@@ -47,14 +47,15 @@ std::string sq(const std::string& s) {
 }
 
 // One colour, point type and dash per strategy, in StudyFigures::strategies order (replicated,
-// the baseline, dashed grey; sharded red as Xu et al. highlight it). Colour-blind-safe
-// (Okabe-Ito) apart from the grey baseline.
+// the baseline, dashed grey; sharded red as Xu et al. highlight it; zero2 dash-dotted over
+// zero1, whose step times it equals: same collectives, docs/training-step.md; they differ in
+// memory). Colour-blind-safe (Okabe-Ito) apart from the grey baseline.
 struct Style {
   const char* colour;
   int point;  ///< filled gnuplot point type
   int dash;
 };
-const Style kStyles[] = {{"#555555", 7, 2}, {"#d55e00", 5, 1}, {"#0072b2", 9, 1}, {"#009e73", 13, 1}, {"#cc79a7", 11, 1}};
+const Style kStyles[] = {{"#555555", 7, 2}, {"#d55e00", 5, 1}, {"#0072b2", 9, 1}, {"#009e73", 13, 4}, {"#cc79a7", 11, 1}};
 const Style& style(std::size_t k) { return kStyles[k % std::size(kStyles)]; }
 
 // Breakdown and memory components: colours (Okabe-Ito / Tableau-like) in stacking order.
