@@ -68,6 +68,28 @@ TEST_CASE("GPU presets: one node, rail-optimized clusters and NVL72") {
   CHECK(*describe(nvl).bisection_Bps == 36 * 900e9);
 }
 
+TEST_CASE("cloud and B200 presets carry their datasheets' NIC bandwidth per GPU") {
+  // Per-GPU NIC share = instance network bandwidth / 8 GPUs, as each preset's sources state:
+  // p4d/p4de 400 Gb/s EFA (4 x 100 Gb/s) -> 50 Gb/s = 6.25 GB/s; p5 3200 Gb/s (32 x 100 Gb/s EFA)
+  // -> 400 Gb/s = 50 GB/s; A3 Mega 1600 Gb/s GPU-to-GPU -> 200 Gb/s = 25 GB/s; DGX B200 8 x 400 Gb/s.
+  const auto nic_Bps = [](const std::string& name) { return make_topology(name, "test").rank_route(0, 8).bottleneck_Bps; };
+  CHECK(nic_Bps("aws-p4d-16") == 400e9 / 8 / 8);
+  CHECK(nic_Bps("aws-p4de-16") == 400e9 / 8 / 8);
+  CHECK(nic_Bps("aws-p5-16") == 3200e9 / 8 / 8);
+  CHECK(nic_Bps("gcp-a3-mega-16") == 1600e9 / 8 / 8);
+  CHECK(nic_Bps("dgx-b200-16") == 400e9 / 8);
+  // The DGX A100 preset gave p4de four times its NIC bandwidth (issue 14): 200 Gb/s vs 50 Gb/s.
+  CHECK(nic_Bps("dgx-a100-16") == 4 * nic_Bps("aws-p4de-16"));
+  CHECK(make_topology("aws-p4d-8", "test").device_model == "a100-40gb");
+  CHECK(make_topology("aws-p4de-8", "test").device_model == "a100-80gb");
+  CHECK(make_topology("dgx-a100-8", "test").device_model == "a100-80gb");
+  CHECK(make_topology("aws-p5-8", "test").device_model == "h100");
+  const Topology b200 = make_topology("dgx-b200-8", "test");
+  CHECK(b200.device_model == "b200");
+  CHECK(b200.injection_Bps(b200.device(0)) == 14.4e12 / 2 / 8);  // 14.4 TB/s aggregate, bidirectional, 8 GPUs
+  CHECK(b200.node(8).in_network_reduction);
+}
+
 TEST_CASE("preset size errors list the valid sizes") {
   CHECK(error_of("tpu-v3-1000") ==
         "tpu-v3-1000: 1000 chips is not a valid tpu-v3 slice; expected one of 4, 8, 16, 32, 64, 128, 256, 512, 1024");
@@ -83,8 +105,9 @@ TEST_CASE("preset size errors list the valid sizes") {
 
 TEST_CASE("every preset name builds with the size it names") {
   const auto names = preset_names();
-  // Slices of v2, v3, v4, v5p, v5e; gb200-nvl72; dgx-a100/h100/h200 at 8, 16, ..., 1024.
-  CHECK(names.size() == 7 + 9 + 11 + 11 + 8 + 1 + 3 * 8);
+  // Slices of v2, v3, v4, v5p, v5e; gb200-nvl72; dgx-a100/b200/h100/h200, aws-p4d/p4de/p5 and
+  // gcp-a3-mega at 8, 16, ..., 1024.
+  CHECK(names.size() == 7 + 9 + 11 + 11 + 8 + 1 + 8 * 8);
   for (const auto& n : names) {
     CAPTURE(n);
     const Topology t = make_topology(n, "test");
