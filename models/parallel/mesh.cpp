@@ -227,7 +227,6 @@ std::vector<Axis> parse_order(const std::string& text, const MeshSizes& sizes, c
 
 MeshSpec parse_mesh(const std::string& text, std::uint64_t devices, const std::string& where) {
   MeshSpec spec;
-  if (devices == 0) throw ConfigError(where, "0 devices", "at least one device");
   std::array<bool, 5> given{};
   std::string order_text;
   bool megatron_names = false;
@@ -272,6 +271,13 @@ MeshSpec parse_mesh(const std::string& text, std::uint64_t devices, const std::s
   }
   spec.dp_given = given[idx(Axis::dp)];
   const MeshSizes& z = spec.sizes;
+  if (devices == 0) {
+    if (!spec.dp_given) {
+      throw ConfigError(where, fmt::format("'{}' without dp and without a device count", text),
+                        "dp in the mesh, or a topology (--hardware) to derive it from");
+    }
+    devices = z.product();
+  }
   if (!spec.dp_given) {
     const std::uint64_t model = z.tp * z.pp * z.cp * z.ep;
     if (devices % model != 0) {

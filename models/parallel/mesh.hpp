@@ -107,6 +107,7 @@ struct MeshSpec {
 
 /// Parses "dp=16,tp=8,pp=8[,cp=2,ep=4][,order=tp-cp-ep-dp-pp]" or a GSPMD mesh
 /// "data=64,model=16" for `devices` devices. An omitted dp is devices / (tp pp cp ep).
+/// devices = 0: no device count is known; the mesh as written is the count (dp required).
 /// Errors (ConfigError naming `where`): unknown or repeated key, a size that is not a positive
 /// integer, GSPMD names mixed with dp/tp/..., sizes that do not divide the device count when
 /// dp is derived, a product that differs from the device count (both numbers named), a bad
@@ -128,8 +129,9 @@ struct FactorConstraints {
 };
 
 /// Every (dp, tp, pp, cp, ep) with product `devices` that meets `c`, ordered by tp, then pp,
-/// cp, ep (ascending; dp follows). Unconstrained, the count is prod over primes q^a of
-/// devices of C(a + 4, 4). O(d(devices)^4) divisor checks.
+/// cp, ep (ascending; dp follows). With no limits, the count is prod over the prime powers
+/// q^a of devices of C(a + 3, 3) for a dense model (ep = 1) and C(a + 4, 4) when `experts` is
+/// a multiple of `devices` (ep free). O(d(devices)^4) divisor checks.
 std::vector<MeshSizes> enumerate_factorizations(std::uint64_t devices, const FactorConstraints& c = {});
 
 }  // namespace shardsim::parallel

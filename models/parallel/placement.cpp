@@ -75,20 +75,19 @@ std::vector<AxisPlacement> place(const Mesh& mesh, const TopologyShape& shape) {
     }
     if (!shape.torus_dims.empty()) {
       const auto& g = groups.front();
-      std::vector<int> lo(shape.torus_dims.size(), 1 << 30), hi(shape.torus_dims.size(), -1);
+      std::vector<std::vector<bool>> used(shape.torus_dims.size());
+      for (std::size_t d = 0; d < used.size(); ++d) used[d].assign(static_cast<std::size_t>(shape.torus_dims[d]), false);
       for (auto r : g.ranks) {
         const auto c = torus_coords(r, shape.torus_dims);
-        for (std::size_t d = 0; d < c.size(); ++d) {
-          lo[d] = std::min(lo[d], c[d]);
-          hi[d] = std::max(hi[d], c[d]);
-        }
+        for (std::size_t d = 0; d < c.size(); ++d) used[d][static_cast<std::size_t>(c[d])] = true;
       }
       std::string w;
-      for (std::size_t d = 0; d < shape.torus_dims.size(); ++d) {
-        if (hi[d] == lo[d]) continue;
+      for (std::size_t d = 0; d < used.size(); ++d) {
+        const auto n = static_cast<int>(std::count(used[d].begin(), used[d].end(), true));
+        if (n <= 1) continue;
         p.torus_dims.push_back(static_cast<int>(d));
-        p.torus_extent.push_back(hi[d] - lo[d] + 1);
-        w += fmt::format("{}{} ({} of {})", w.empty() ? "" : " x ", d, hi[d] - lo[d] + 1, shape.torus_dims[d]);
+        p.torus_extent.push_back(n);
+        w += fmt::format("{}{} ({} of {})", w.empty() ? "" : " x ", d, n, shape.torus_dims[d]);
       }
       p.where = (p.torus_dims.size() == 1 ? "torus dim " : "torus dims ") + w;
     }

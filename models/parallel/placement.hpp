@@ -43,7 +43,8 @@ struct AxisPlacement {
   /// Domain structure: true when every group of the axis lies in one domain (or the axis
   /// has size 1). Meaningless (true) without domains.
   bool inside_domain = true;
-  /// Torus dimensions spanned by a group of the axis, and how many coordinates each covers.
+  /// Torus dimensions spanned by a group of the axis, and how many distinct coordinates of each
+  /// dimension the group touches.
   std::vector<int> torus_dims;
   std::vector<int> torus_extent;
   /// "inside the NVLink domain of 8", "across 16 NVLink domains", "torus dim 1 (16 of 32)",
