@@ -72,6 +72,34 @@ TEST_CASE("published totals within 1 %: Llama-3-70B 70.6B, GPT-2 124M, Mixtral-8
   CHECK(l70.active_parameters() == l70.parameter_count());
 }
 
+TEST_CASE("GPT-NeoX and Qwen2-MoE configs: counts by hand on small shapes") {
+  // GPT-NeoX: LayerNorm, biases on q, k, v, o and the MLP, untied. Per layer: attention
+  // 4 h^2 + 4 h, MLP 2 h f + f + h, two LayerNorms 4 h.
+  const json neox = {{"model_type", "gpt_neox"}, {"hidden_size", 64}, {"num_hidden_layers", 2},
+                     {"num_attention_heads", 4}, {"intermediate_size", 256}, {"vocab_size", 1000},
+                     {"max_position_embeddings", 128}};
+  const auto n = models::from_hf_config(neox, "neox.json");
+  const double h = 64, f = 256, V = 1000;
+  CHECK(n.parameter_count() == 2 * (4 * h * h + 4 * h + 2 * h * f + f + h + 4 * h) + V * h + 2 * h + V * h);
+  // Qwen2-MoE: head_dim 16, 2 KV heads, bias on q, k, v; 4 experts of width 32 (top 2), a
+  // shared expert of width 128 with a 1 x h gate, router h x 4, RMSNorm.
+  const json qm = {{"model_type", "qwen2_moe"}, {"hidden_size", 64}, {"num_hidden_layers", 2},
+                   {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"intermediate_size", 512},
+                   {"moe_intermediate_size", 32}, {"shared_expert_intermediate_size", 128}, {"num_experts", 4},
+                   {"num_experts_per_tok", 2}, {"vocab_size", 1000}, {"max_position_embeddings", 128}};
+  const auto q = models::from_hf_config(qm, "qwen.json");
+  const double attn = 64 * 64 + 2 * 64 * 32 + 64 * 64 + (64 + 2 * 32);
+  const double expert = 3 * 64 * 32, shared = 3 * 64 * 128 + 64, router = 64 * 4, norms = 2 * 64;
+  CHECK(q.parameter_count() == 2 * (attn + router + 4 * expert + shared + norms) + 2 * V * h + h);
+  CHECK(q.active_parameters() == 2 * (attn + router + 2 * expert + shared + norms) + 2 * V * h + h);
+  // Mixed dense and MoE layers are refused rather than miscounted.
+  json mixed = qm;
+  mixed["decoder_sparse_step"] = 2;
+  CHECK(error_of([&] { models::from_hf_config(mixed, "qwen.json"); }) ==
+        "qwen.json: /decoder_sparse_step: dense and MoE layers mixed; expected every layer MoE (decoder_sparse_step 1, "
+        "no mlp_only_layers)");
+}
+
 TEST_CASE("FLOPs per token: GPT-3 175B against Narayanan et al. 2021, eq. 3 without recomputation") {
   const auto g = models::from_zoo("gpt3-175b", "--model");
   // 72 l h^2 (1 + s/(6h) + V/(12 l h)) per token (eq. 3's 96 B s l h^2 (...) counts a
