@@ -163,9 +163,12 @@ struct ParallelMemoryReport {
 ///   "--mesh: tp=5 does not divide the 96 attention heads of gpt3-175b; expected a tp that
 ///    divides the number of heads" (also KV heads, and pp x v over layers, ep over experts,
 ///    cp over the sequence)
-///   "--global-batch: 1000 is not a multiple of dp=16; ..."
-///   "--micro-batch: 3 does not divide the per-replica batch 64 (--global-batch 1024 / dp=16);
-///    ..."
+///   "--global-batch: 1000 is not a multiple of the 16 data-parallel replicas (dp x ep = 16 x 1);
+///    expected a global batch divisible by dp x ep"
+///   "--micro-batch: 3 does not divide the per-replica batch 64 (--global-batch 1024 / 16
+///    replicas); expected a micro-batch that divides the per-replica batch"
+///   "--schedule: interleaved:2 with 6 micro-batches per replica and pp=4; expected a number of
+///    micro-batches that is a multiple of pp (Megatron-LM's interleaved schedule)"
 ParallelMemoryReport parallel_memory(const ParallelMemoryInput& in);
 
 /// Validation alone (what parallel_memory checks first); the planner prunes with it.
