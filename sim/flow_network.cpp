@@ -143,7 +143,7 @@ void FlowNetwork::settle() {
       if (fl.rate > 0) fl.remaining = std::max(0.0, fl.remaining - fl.rate * (now - fl.last).to_seconds());
       fl.last = now;
       fl.rate = cap;
-      const std::int64_t finish = now.ps() + Time::ceil_seconds(fl.remaining / cap).ps();
+      const std::int64_t finish = (now + Time::ceil_seconds(fl.remaining / cap)).ps();
       if (fl.bucket != kNone) {
         if (finish == buckets_[fl.bucket].finish_ps) continue;
         unschedule(f);
@@ -241,7 +241,7 @@ void FlowNetwork::solve_components() {
   for (FlowId f : component_) {
     Flow& fl = flows_[f];
     const double secs = fl.rate > 0 ? fl.remaining / fl.rate : 0.0;
-    const std::int64_t finish = now.ps() + Time::ceil_seconds(secs).ps();
+    const std::int64_t finish = (now + Time::ceil_seconds(secs)).ps();
     if (fl.bucket != kNone) {
       if (finish == buckets_[fl.bucket].finish_ps) continue;
       unschedule(f);

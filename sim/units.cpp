@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "sim/error.hpp"
+#include "sim/time.hpp"
 
 namespace shardsim::units {
 namespace {
@@ -109,6 +110,12 @@ double parse_rate_Bps(std::string_view text, std::string_view where) {
     throw ConfigError(std::string(where), fmt::format("non-positive rate '{}'", text),
                       "a rate greater than zero");
   }
+  if (rate < kMinRate_Bps) {
+    throw ConfigError(std::string(where),
+                      fmt::format("rate '{}' moves one byte in {:.3g} s, beyond the simulated time range", text, 1 / rate),
+                      fmt::format("a rate of at least {:.3g} B/s (one byte within {:g} s, about 106 days)", kMinRate_Bps,
+                                  Time::kMaxSeconds));
+  }
   return rate;
 }
 
@@ -120,6 +127,10 @@ double parse_seconds(std::string_view text, std::string_view where) {
   const double s = value * lookup(kTimeUnits, unit, text, where, kTimeExpected);
   if (s < 0) {
     throw ConfigError(std::string(where), fmt::format("negative time '{}'", text), std::string(kTimeExpected));
+  }
+  if (s > Time::kMaxSeconds) {
+    throw ConfigError(std::string(where), fmt::format("time '{}' is beyond the simulated time range", text),
+                      fmt::format("a time of at most {:g} s (about 106 days)", Time::kMaxSeconds));
   }
   return s;
 }

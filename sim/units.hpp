@@ -9,15 +9,25 @@
 // Times:  ps ns us ms s.
 // Every parser throws ConfigError naming `where` (a flag or a JSON pointer), the text found
 // and what was expected. Negative, NaN, infinite and empty values are errors.
+// Simulated-time bound (sim/time.hpp, Time::kMaxSeconds = 9.2e6 s, about 106 days): a time
+// beyond it and a rate below kMinRate_Bps (one byte would take longer) are errors too, so a
+// link's latency and the time of its smallest transfer are representable as Time.
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "sim/time.hpp"
+
 namespace shardsim::units {
+
+/// The slowest rate accepted: one byte in Time::kMaxSeconds (9.2e6 s), i.e. 1/9.2e6 B/s.
+inline constexpr double kMinRate_Bps = 1.0 / Time::kMaxSeconds;
 
 std::uint64_t parse_bytes(std::string_view text, std::string_view where);
 double parse_rate_Bps(std::string_view text, std::string_view where);
+/// Seconds, at most Time::kMaxSeconds (a simulated time; durations beyond it, such as a
+/// planning deadline, parse their own units).
 double parse_seconds(std::string_view text, std::string_view where);
 
 /// A plain positive count with an optional K/M/G/T (x1000) or e-notation, e.g. "300B" tokens

@@ -13,6 +13,7 @@ namespace shardsim::topo {
 namespace {
 
 constexpr std::size_t kMaxBfsDevices = 4096;
+constexpr std::size_t kOutlineListMax = 16;  // config_outline: longer lists are summarised
 
 std::string cfg_builder(const Topology& t) {
   return t.config.contains("builder") && t.config.at("builder").is_string() ? t.config.at("builder").get<std::string>() : "";
@@ -207,6 +208,28 @@ std::string to_dot(const Topology& t) {
   }
   out += "}\n";
   return out;
+}
+
+std::string config_outline(const nlohmann::json& config, bool* elided) {
+  if (elided) *elided = false;
+  if (!config.is_object()) return config.dump();
+  std::string out = "{";
+  for (auto it = config.begin(); it != config.end(); ++it) {
+    if (out.size() > 1) out += ",";
+    out += nlohmann::json(it.key()).dump() + ":";
+    const auto& v = it.value();
+    // A short list of scalars (torus dims, wrap flags) stays: it is part of what was built.
+    const bool short_scalars = v.is_array() && v.size() <= kOutlineListMax &&
+                               std::none_of(v.begin(), v.end(), [](const auto& e) { return e.is_structured(); });
+    if (v.is_structured() && !short_scalars) {
+      if (elided) *elided = true;
+      const char* what = v.is_array() ? (v.size() == 1 ? "entry" : "entries") : (v.size() == 1 ? "key" : "keys");
+      out += v.is_array() ? fmt::format("[{} {}]", v.size(), what) : fmt::format("{{{} {}}}", v.size(), what);
+    } else {
+      out += v.dump();
+    }
+  }
+  return out + "}";
 }
 
 nlohmann::json to_json(const TopologySummary& s, const Topology& t) {

@@ -65,6 +65,14 @@ std::vector<int> hop_distances(const Topology& t, NodeId src);
 /// dir=both, labelled with bandwidth and link class.
 std::string to_dot(const Topology& t);
 
+/// The effective config on one line, for text output: the top-level keys with their values
+/// as compact JSON, except that a list of objects or lists, a list longer than 16 and an
+/// object are replaced by their size ("[12 entries]", "{3 keys}"), so a custom graph's node
+/// and link lists do not fill the screen. Builder specs and presets (scalars and short lists
+/// such as torus dims) read as their compact JSON dump. O(top-level keys + 16).
+/// `elided` (optional) is set when a list or an object was summarised.
+std::string config_outline(const nlohmann::json& config, bool* elided = nullptr);
+
 /// Stable keys with units in their names (DESIGN 7), plus the effective config.
 nlohmann::json to_json(const TopologySummary& s, const Topology& t);
 

@@ -8,6 +8,7 @@
 
 #include "analysis/cli/command.hpp"
 #include "analysis/output/table.hpp"
+#include "analysis/plan/fit.hpp"
 #include "analysis/scenario/scenario.hpp"
 #include "models/step/strategy.hpp"
 #include "sim/error.hpp"
@@ -89,11 +90,9 @@ void print(const json& rows) {
   fmt::print("{}", t.str());
   for (const auto& r : rows) {
     if (!r.at("fits").get<bool>()) {
-      const auto& m = r.at("memory_bytes");
-      auto b = [&](const char* k) { return units::format_bytes(static_cast<std::uint64_t>(m.at(k).get<double>())); };
-      fmt::print("{} does not fit: params {}, grads {}, optimizer {}, activations {}, buffers {}; peak {} of {}\n",
-                 r.at("strategy").get<std::string>(), b("params"), b("grads"), b("optimizer"), b("activations"),
-                 b("buffers"), b("peak"), units::format_bytes(static_cast<std::uint64_t>(r.at("hbm_bytes").get<double>())));
+      fmt::print("{}: {}\n", r.at("strategy").get<std::string>(),
+                 plan::does_not_fit_text(r.at("memory_bytes"), r.at("hbm_bytes").get<double>(),
+                                         r.at("time_if_it_fit_s").get<double>()));
     }
   }
 }

@@ -1,14 +1,17 @@
 // shardsim: entry point. Parses the command line, runs one subcommand, and is the only
 // place where errors become exit codes: 0 ok, 2 bad input (ConfigError, CLI11 parse
-// errors), 1 internal error.
+// errors, a simulated time beyond the Time range), 1 internal error.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <iterator>
+#include <string>
 
 #include "analysis/cli/command.hpp"
 #include "sim/error.hpp"
+#include "sim/time.hpp"
 
 namespace shardsim::cli {
 
@@ -32,6 +35,32 @@ int& exit_status() {
   return status;
 }
 
+namespace {
+
+// The inputs that set a run's simulated times: link rates and latencies (the topology, a
+// calibration profile), sizes (bytes, a model and its batch, a trace) and overheads.
+constexpr const char* kTimeInputs[] = {"topology", "hardware", "profile",          "bytes",
+                                       "model",    "trace",    "batch-per-device", "global-batch",
+                                       "step-overhead", "reduce-bw"};
+
+// "--topology bus:n=4,bw=1B/s,lat=1us --bytes 64MiB": the time inputs of the subcommand that ran
+// (given or defaulted), in the order it declares them; the subcommand's name when it has none.
+std::string time_inputs(const CLI::App& app) {
+  const CLI::App* sub = &app;
+  while (!sub->get_subcommands().empty()) sub = sub->get_subcommands().front();
+  std::string s;
+  for (const CLI::Option* o : sub->get_options()) {
+    const auto& names = o->get_lnames();
+    if (names.empty() || std::find(std::begin(kTimeInputs), std::end(kTimeInputs), names.front()) == std::end(kTimeInputs)) {
+      continue;
+    }
+    if (o->count() == 0 && o->get_default_str().empty()) continue;
+    s += fmt::format("{}--{} {}", s.empty() ? "" : " ", names.front(), o->as<std::string>());
+  }
+  return s.empty() ? sub->get_name() : s;
+}
+
+}  // namespace
 }  // namespace shardsim::cli
 
 int main(int argc, char** argv) {
@@ -60,6 +89,12 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   } catch (const ConfigError& e) {
     fmt::print(stderr, "shardsim: error: {}\n", e.what());
+    return 2;
+  } catch (const TimeRangeError& e) {
+    // Not caught at the boundary (the rate and latency parsers reject what no transfer can
+    // survive): a product of sizes, rates and latencies ran past the range. Bad input.
+    fmt::print(stderr, "shardsim: error: {}: {}; expected rates, latencies and sizes whose simulated times stay within it\n",
+               cli::time_inputs(app), e.what());
     return 2;
   } catch (const std::exception& e) {
     fmt::print(stderr, "shardsim: internal error: {}\n", e.what());

@@ -16,6 +16,7 @@
 #include "analysis/cli/command.hpp"
 #include "analysis/output/table.hpp"
 #include "analysis/output/timeline.hpp"
+#include "analysis/plan/fit.hpp"
 #include "analysis/scenario/scenario.hpp"
 #include "models/step/step.hpp"
 #include "models/step/topology_comm.hpp"
@@ -81,9 +82,6 @@ void reject_unknown(const json& flags, const std::vector<std::string>& keys, con
   }
 }
 
-// DGX A100 640GB carries A100 80GB parts (NVIDIA DGX A100 datasheet).
-std::string device_name_for(const std::string& model) { return model == "a100" ? "a100-80gb" : model; }
-
 // Scales a trace recorded at one batch to another: FLOPs, bytes, saved activations and measured
 // durations grow linearly with the samples (first-order; weights do not, a small error).
 void scale_trace(trace::Trace& t, std::uint64_t batch) {
@@ -143,15 +141,13 @@ json run_step_flags(const json& flags, std::vector<step::Interval>* timeline) {
   c.record_timeline = timeline != nullptr;
 
   const topo::Topology topo = topo::make_topology(topo_spec, "--topology");
-  std::string device_name = flag_str(flags, "device", "");
-  if (device_name.empty()) {
-    if (topo.device_model.empty()) {
-      throw ConfigError("--device", fmt::format("missing, and topology '{}' names no device", topo.name),
-                        "a device (see shardsim list devices)");
-    }
-    device_name = device_name_for(topo.device_model);
+  const std::string device_name = flag_str(flags, "device", "");
+  if (device_name.empty() && topo.device_model.empty()) {
+    throw ConfigError("--device", fmt::format("missing, and topology '{}' names no device", topo.name),
+                      "a device (see shardsim list devices)");
   }
-  const auto& dev = compute::find_device(device_name, "--device");
+  const auto& dev = device_name.empty() ? compute::device_for_model(topo.device_model, "--topology")
+                                        : compute::find_device(device_name, "--device");
 
   trace::Trace tr;
   std::uint64_t batch = 0;
@@ -253,7 +249,14 @@ std::string describe_step(const json& r) {
                    gib(m.at("params")), gib(m.at("grads")), gib(m.at("optimizer")), gib(m.at("activations")),
                    gib(m.at("buffers")), gib(m.at("peak")), gib(r.at("hbm_bytes")));
   if (!r.at("fits").get<bool>()) {
-    s += "DOES NOT FIT in device memory: no step time (see the breakdown above)\n";
+    // What overflows and what the step would take if it fit (issue 17); no MFU, no throughput:
+    // the step does not run.
+    s += plan::does_not_fit_text(m, r.at("hbm_bytes").get<double>(), r.at("time_if_it_fit_s").get<double>()) + "\n";
+    s += fmt::format("if it fit: forward {}, backward {}, exposed comm {}, update {}\n",
+                     units::format_seconds(r.at("forward_s").get<double>()),
+                     units::format_seconds(r.at("backward_s").get<double>()),
+                     units::format_seconds(r.at("exposed_comm_s").get<double>()),
+                     units::format_seconds(r.at("update_s").get<double>()));
     return s;
   }
   s += fmt::format("step {}: forward {}, backward {}, exposed comm {}, update {}; MFU {:.1f}%\n",

@@ -73,7 +73,10 @@ void run_topo_show(const TopoShowOptions& o) {
   if (!t.device_groups.empty()) {
     fmt::print("device groups:  {} of {}\n", t.device_groups.size(), t.device_groups.front().size());
   }
-  fmt::print("config:         {}\n", t.config.dump());
+  // A custom graph's node and link lists are summarised here (issue 17); --json has them.
+  bool elided = false;
+  const std::string outline = topo::config_outline(t.config, &elided);
+  fmt::print("config:         {}{}\n", outline, elided ? " (--json for the full config)" : "");
 }
 
 void setup_topo(CLI::App& root) {

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 
+#include "analysis/plan/fit.hpp"
 #include "models/compute/device.hpp"
 #include "models/optimizer/optimizer.hpp"
 #include "models/step/step.hpp"
@@ -73,24 +74,15 @@ std::uint64_t largest_divisor_up_to_sqrt(std::uint64_t n) {
   return best;
 }
 
-std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / static_cast<double>(1ULL << 30)); }
-
-std::string not_fit_reason(const step::StepResult& r, std::uint32_t accum, std::uint64_t micro) {
-  std::vector<std::pair<std::string, double>> parts = {{"params", r.memory.params},
-                                                       {"grads", r.memory.grads},
-                                                       {"optimizer", r.memory.optimizer},
-                                                       {"activations", r.memory.activations},
-                                                       {"buffers", r.memory.buffers}};
-  std::stable_sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-  std::string list;
-  for (const auto& [k, v] : parts) list += (list.empty() ? "" : ", ") + fmt::format("{} {}", k, gib(v));
-  return fmt::format("does not fit: peak {} > HBM {} ({}) with gradient accumulation {} (micro-batch {})",
-                     gib(r.memory.peak), gib(r.hbm_bytes), list, accum, micro);
-}
-
 nlohmann::json memory_json(const memory::MemoryBreakdown& m) {
   return {{"params", m.params}, {"grads", m.grads}, {"optimizer", m.optimizer},
           {"activations", m.activations}, {"buffers", m.buffers}, {"peak", m.peak}};
+}
+
+// The line step and compare print too (fit.hpp), at the largest accumulation tried.
+std::string not_fit_reason(const step::StepResult& r, std::uint32_t accum, std::uint64_t micro) {
+  return fmt::format("{} with gradient accumulation {} (micro-batch {})",
+                     does_not_fit_text(memory_json(r.memory), r.hbm_bytes, r.step_time_s), accum, micro);
 }
 
 }  // namespace
@@ -104,9 +96,15 @@ double parse_tokens(const std::string& text, const std::string& where) {
 
 double parse_duration_s(const std::string& text, const std::string& where) {
   const std::string expected = "a duration such as 30d, 12h, 90min or 3600s";
-  const double v = parse_scaled(text, {{"min", 60.0}, {"d", 86400.0}, {"h", 3600.0}}, where, expected);
+  // Seconds are parsed here, not by units::parse_seconds: a deadline is no simulated time and
+  // may exceed the simulator's range (about 106 days). "min" and the sub-second units come
+  // before "s", which ends them all.
+  const double v = parse_scaled(text,
+                                {{"min", 60.0}, {"d", 86400.0}, {"h", 3600.0}, {"ms", 1e-3}, {"us", 1e-6},
+                                 {"ns", 1e-9}, {"ps", 1e-12}, {"s", 1.0}},
+                                where, expected);
   if (v > 0) return v;
-  return units::parse_seconds(text, where);
+  return units::parse_seconds(text, where);  // no unit: its error says so
 }
 
 std::string format_duration(double s) {
@@ -175,7 +173,7 @@ PlanResult make_plan(const PlanRequest& r) {
       const std::uint64_t n = t->num_devices();
       if (r.max_devices && n > r.max_devices) continue;
       if (t->device_model.empty()) throw ConfigError("--hardware", fmt::format("preset '{}' names no device", name), "a preset with a device model");
-      const compute::Device& dev = compute::find_device(t->device_model, "--hardware");
+      const compute::Device& dev = compute::device_for_model(t->device_model, "--hardware");
       step::TopologyComm comm(*t, fidelity, "auto");
       for (auto strategy : strategies) {
         std::vector<std::uint64_t> groups = {n};

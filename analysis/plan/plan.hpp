@@ -73,7 +73,8 @@ nlohmann::json to_json(const PlanResult& p);
 
 /// "300B" (1e9), "2T", "5e11", "1.5M" tokens; ConfigError naming `where`.
 double parse_tokens(const std::string& text, const std::string& where);
-/// "30d", "12h", "90min", or a time units::parse_seconds accepts ("3600s").
+/// "30d", "12h", "90min", or seconds with the units ps ns us ms s ("3600s"); unlike
+/// units::parse_seconds, not bounded by the simulated time range.
 double parse_duration_s(const std::string& text, const std::string& where);
 
 /// "41.2 days", "5.3 hours", "12 min", "42 s".

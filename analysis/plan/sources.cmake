@@ -1,2 +1,4 @@
 # Capacity planner (issue 4).
 list(APPEND SHARDSIM_ANALYSIS_SOURCES ${CMAKE_CURRENT_LIST_DIR}/plan.cpp)
+# The "does not fit" line of step, compare and plan.
+list(APPEND SHARDSIM_ANALYSIS_SOURCES ${CMAKE_CURRENT_LIST_DIR}/fit.cpp)

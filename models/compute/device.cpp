@@ -151,4 +151,11 @@ const Device& find_device(const std::string& name, const std::string& where) {
   throw ConfigError(where, fmt::format("unknown device '{}'", name), "one of " + valid);
 }
 
+const Device& device_for_model(const std::string& device_model, const std::string& where) {
+  // DGX A100 640GB carries A100 80GB parts (NVIDIA DGX A100 datasheet): dgx-a100-* presets
+  // name the family "a100", which has two presets.
+  if (device_model == "a100") return find_device("a100-80gb", where);
+  return find_device(device_model, where);
+}
+
 }  // namespace shardsim::compute

@@ -40,4 +40,10 @@ const std::vector<Device>& device_presets();
 /// Throws ConfigError naming `where` and listing the valid names.
 const Device& find_device(const std::string& name, const std::string& where);
 
+/// The preset for a topology's device_model (topologies/presets/*.json): the preset of that
+/// name, or for a family name that is not one ("a100") the part its systems carry. The one
+/// resolution every command uses for a topology's own device (step, compare, plan).
+/// Throws ConfigError naming `where` when the model names no preset.
+const Device& device_for_model(const std::string& device_model, const std::string& where);
+
 }  // namespace shardsim::compute

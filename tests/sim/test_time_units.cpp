@@ -2,7 +2,9 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
+#include <string>
 
 #include "sim/error.hpp"
 #include "sim/time.hpp"
@@ -90,4 +92,64 @@ TEST_CASE("ceil_seconds is std::ceil of the picoseconds (less 1e-6 ps) over the 
     CHECK(Time::ceil_seconds(s).ps() == static_cast<std::int64_t>(std::ceil(s * 1e12 - 1e-6)));
   }
   CHECK_THROWS_AS(Time::ceil_seconds(1e8), std::out_of_range);
+}
+
+TEST_CASE("the simulated time range: conversions throw TimeRangeError with the seconds asked for") {
+  // 2^63 - 1 ps = 9.223e6 s; the bound kMaxSeconds = 9.2e6 s sits just inside it.
+  CHECK(Time::kMaxSeconds * 1e12 < static_cast<double>(std::numeric_limits<std::int64_t>::max()));
+  CHECK(Time::from_seconds(Time::kMaxSeconds).ps() == 9'200'000'000'000'000'000);
+  CHECK(Time::ceil_seconds(Time::kMaxSeconds).ps() == 9'200'000'000'000'000'000);
+  for (double s : {9.3e6, -9.3e6, 1e300, HUGE_VAL, std::nan("")}) {
+    try {
+      (void)Time::ceil_seconds(s);
+      FAIL("no TimeRangeError for " << s);
+    } catch (const TimeRangeError& e) {
+      CHECK((std::isnan(s) ? std::isnan(e.seconds()) : e.seconds() == s));
+    }
+  }
+  try {
+    (void)Time::from_ms(1e300);  // 1e300 ms x 1e9 ps/ms overflows the double: still 1e297 s
+    FAIL("no TimeRangeError");
+  } catch (const TimeRangeError& e) {
+    CHECK(e.seconds() == doctest::Approx(1e297));
+    CHECK(std::string(e.what()) ==
+          "a simulated time of 1e+297 s is beyond the int64 picosecond range (+-9.2e+06 s, about 106 days)");
+  }
+}
+
+TEST_CASE("rates and times whose simulated times cannot be represented are bad input") {
+  // One byte at the slowest accepted rate takes exactly the range.
+  CHECK(units::kMinRate_Bps == 1 / Time::kMaxSeconds);
+  CHECK(units::parse_rate_Bps("0.11B/s", "bw") == doctest::Approx(0.11));  // 1 byte in 9.1 s
+  CHECK(units::parse_rate_Bps("1.1e-7B/s", "bw") == doctest::Approx(1.1e-7));
+  CHECK_THROWS_WITH(units::parse_rate_Bps("1e-7B/s", "/bw"),
+                    "/bw: rate '1e-7B/s' moves one byte in 1e+07 s, beyond the simulated time range; expected a rate "
+                    "of at least 1.09e-07 B/s (one byte within 9.2e+06 s, about 106 days)");
+  CHECK_THROWS_WITH(units::parse_rate_Bps("1e-300GB/s", "/bw"),
+                    "/bw: rate '1e-300GB/s' moves one byte in 1e+291 s, beyond the simulated time range; expected a "
+                    "rate of at least 1.09e-07 B/s (one byte within 9.2e+06 s, about 106 days)");
+  CHECK(units::parse_seconds("9.2e6s", "/lat") == 9.2e6);
+  CHECK(units::parse_seconds("106ms", "/lat") == doctest::Approx(0.106));
+  CHECK_THROWS_WITH(units::parse_seconds("1e300s", "/lat"),
+                    "/lat: time '1e300s' is beyond the simulated time range; expected a time of at most 9.2e+06 s "
+                    "(about 106 days)");
+  CHECK_THROWS_WITH(units::parse_seconds("9.3e9ms", "/lat"),
+                    "/lat: time '9.3e9ms' is beyond the simulated time range; expected a time of at most 9.2e+06 s "
+                    "(about 106 days)");
+}
+
+TEST_CASE("Time arithmetic throws TimeRangeError instead of wrapping past 2^63 ps") {
+  const Time big = Time::from_seconds(5e6);
+  CHECK((big + Time::from_seconds(4e6)).ps() == 9'000'000'000'000'000'000);
+  CHECK_THROWS_AS((void)(big + big), TimeRangeError);  // 1e7 s > 2^63 ps = 9.22e6 s
+  CHECK_THROWS_AS((void)(Time::zero() - big - big), TimeRangeError);
+  CHECK_THROWS_AS((void)(big * 2), TimeRangeError);
+  CHECK((Time::from_seconds(3e6) * 3).ps() == 9'000'000'000'000'000'000);
+  Time t = big;
+  CHECK_THROWS_AS(t += big, TimeRangeError);
+  try {
+    (void)(big + big);
+  } catch (const TimeRangeError& e) {
+    CHECK(e.seconds() == 1e7);
+  }
 }

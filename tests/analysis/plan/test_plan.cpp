@@ -5,7 +5,9 @@
 
 #include <cmath>
 
+#include "analysis/plan/fit.hpp"
 #include "analysis/plan/plan.hpp"
+#include "models/compute/device.hpp"
 #include "sim/error.hpp"
 
 using namespace shardsim::plan;
@@ -110,7 +112,7 @@ TEST_CASE("over the deadline and over budget are explained") {
   CHECK(c.rejected == fmt::format("over budget: ${:.0f} > $0", *c.cost_usd));
 }
 
-TEST_CASE("does not fit names every memory component, largest first") {
+TEST_CASE("does not fit: peak against HBM, the largest term, how far over, the step if it fit") {
   PlanRequest r;
   r.model = "gpt3-175b";
   r.steps = 1;
@@ -122,11 +124,59 @@ TEST_CASE("does not fit names every memory component, largest first") {
   REQUIRE(p.candidates.size() == 1);
   const auto& c = p.candidates[0];
   CHECK(!c.feasible);
-  // Mixed-precision AdamW: optimizer state 12 B/param is the largest component (ZeRO Table 1).
-  CHECK(c.rejected.rfind("does not fit: peak ", 0) == 0);
-  CHECK(c.rejected.find("> HBM 80.0 GiB (optimizer ") != std::string::npos);
-  CHECK(c.rejected.find("with gradient accumulation 1 (micro-batch 1)") != std::string::npos);
   CHECK(p.pareto.empty());
+  // Mixed-precision AdamW replicated (ZeRO Table 1): weights 2P, gradients 2P, optimizer state
+  // 12P bytes, so the optimizer state is the largest term, and P = 175e9 puts the peak (at
+  // least 16P = 2.8 TB) far over the H100's 80 GiB.
+  const auto& m = c.memory;
+  const double P = m.at("params").get<double>() / 2;
+  CHECK(P == doctest::Approx(175e9).epsilon(0.01));
+  CHECK(m.at("optimizer").get<double>() == doctest::Approx(12 * P));
+  const double peak = m.at("peak").get<double>();
+  CHECK(peak == doctest::Approx(m.at("params").get<double>() + m.at("grads").get<double>() + m.at("optimizer").get<double>() +
+                                m.at("activations").get<double>() + m.at("buffers").get<double>()));
+  CHECK(c.hbm_bytes == 80.0 * (1ULL << 30));
+  CHECK(c.step_time_s > 0);
+  CHECK(c.rejected == does_not_fit_text(m, c.hbm_bytes, c.step_time_s) +
+                          " with gradient accumulation 1 (micro-batch 1)");
+  // The line itself, with the numbers above written out (units::format_bytes: 3 significant
+  // digits in the largest binary unit; units::format_seconds: 4).
+  auto tib = [](double b) { return fmt::format("{:.3g} TiB", b / std::pow(1024.0, 4)); };
+  const std::string step = c.step_time_s >= 1 ? fmt::format("{:.4g} s", c.step_time_s)
+                                              : fmt::format("{:.4g} ms", c.step_time_s * 1e3);
+  CHECK(c.rejected == fmt::format("does not fit: peak {} > HBM 80 GiB (optimizer {} is the largest term; {} over); "
+                                  "if it fit: step {} with gradient accumulation 1 (micro-batch 1)",
+                                  tib(peak), tib(12 * P), tib(peak - 80.0 * (1ULL << 30)), step));
+}
+
+TEST_CASE("does_not_fit_text names the largest term (the first of equals) and the overflow") {
+  const nlohmann::json m = {{"params", 1.0 * (1ULL << 30)}, {"grads", 1.0 * (1ULL << 30)}, {"optimizer", 6.0 * (1ULL << 30)},
+                            {"activations", 6.0 * (1ULL << 30)}, {"buffers", 0.0}, {"peak", 14.0 * (1ULL << 30)}};
+  CHECK(does_not_fit_text(m, 10.0 * (1ULL << 30), 1.2345) ==
+        "does not fit: peak 14 GiB > HBM 10 GiB (optimizer 6 GiB is the largest term; 4 GiB over); if it fit: step 1.234 s");
+  nlohmann::json a = m;
+  a["activations"] = 61.2 * (1ULL << 30);
+  a["peak"] = 69.2 * (1ULL << 30);
+  CHECK(does_not_fit_text(a, 64.0 * (1ULL << 30), 0.0125) ==
+        "does not fit: peak 69.2 GiB > HBM 64 GiB (activations 61.2 GiB is the largest term; 5.2 GiB over); "
+        "if it fit: step 12.5 ms");
+}
+
+TEST_CASE("a preset's device resolves as in step: dgx-a100 carries a100-80gb (issue 12)") {
+  // The dgx-a100 presets name the family "a100"; plan used to look that name up as a preset
+  // ("unknown device 'a100'") while step mapped it. One function now serves both.
+  CHECK(shardsim::compute::device_for_model("a100", "--hardware").name == "a100-80gb");
+  CHECK(shardsim::compute::device_for_model("h100", "--hardware").name == "h100");
+  CHECK_THROWS_WITH(shardsim::compute::device_for_model("abacus", "--hardware"),
+                    doctest::Contains("--hardware: unknown device 'abacus'; expected one of "));
+  PlanRequest r = small();
+  r.hardware = {"dgx-a100-8"};
+  r.global_batch = 8;
+  r.strategies = {"zero3"};
+  const auto p = make_plan(r);
+  REQUIRE(p.candidates.size() == 1);
+  CHECK(p.candidates[0].device == "a100-80gb");
+  CHECK(p.candidates[0].hbm_bytes == 80.0 * (1ULL << 30));
 }
 
 TEST_CASE("sharded searches k = N and the largest divisor of N not above sqrt(N)") {
@@ -162,5 +212,12 @@ TEST_CASE("plan input errors name the flag") {
   CHECK(parse_duration_s("90min", "--deadline") == 5400.0);
   CHECK(parse_duration_s("12h", "--deadline") == 43200.0);
   CHECK_THROWS_WITH(parse_duration_s("xd", "--deadline"), "--deadline: 'xd'; expected a duration such as 30d, 12h, 90min or 3600s");
+  // Seconds are a deadline's own unit, not a simulated time: beyond the simulator's range
+  // (9.2e6 s) they still parse.
+  CHECK(parse_duration_s("3600s", "--deadline") == 3600.0);
+  CHECK(parse_duration_s("1e8s", "--deadline") == 1e8);
+  CHECK(parse_duration_s("500ms", "--deadline") == 0.5);
+  CHECK_THROWS_WITH(parse_duration_s("3600", "--deadline"),
+                    "--deadline: '3600' has no unit; expected a time such as 1us, 936ns, 2ms, 0.5s (units ps ns us ms s)");
   CHECK(format_duration(41.25 * 86400) == "41.2 days");
 }

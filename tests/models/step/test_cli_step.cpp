@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -58,6 +59,46 @@ double collective_time(const std::string& topology, const std::string& fidelity)
                      " --json");
   REQUIRE_MESSAGE(r.status == 0, r.out);
   return nlohmann::json::parse(r.out).at(0).at("time_s").get<double>();
+}
+
+// units::format_seconds (4 significant digits, s or ms at these sizes) and units::format_bytes
+// (3 significant digits in the largest binary unit below 1024, whole numbers without
+// decimals), written out so the expected text does not come from the code under test.
+std::string seconds(double s) {
+  std::array<char, 64> b{};
+  if (s >= 1) std::snprintf(b.data(), b.size(), "%.4g s", s);
+  else std::snprintf(b.data(), b.size(), "%.4g ms", s * 1e3);
+  return b.data();
+}
+std::string bytes(double v) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  v = std::floor(v);
+  int i = 0;
+  while (v >= 1024 && i < 4) {
+    v /= 1024;
+    ++i;
+  }
+  std::array<char, 64> b{};
+  std::snprintf(b.data(), b.size(), v == std::round(v) ? "%.0f %s" : "%.3g %s", v, units[i]);
+  return b.data();
+}
+
+// The "does not fit" line for a step result: the largest of params, grads, optimizer,
+// activations, buffers (the first of equals), the peak over HBM, and the step time if it fit.
+std::string not_fit_line(const nlohmann::json& r) {
+  const auto& m = r.at("memory_bytes");
+  std::string largest;
+  double largest_bytes = -1;
+  for (const char* k : {"params", "grads", "optimizer", "activations", "buffers"}) {
+    if (m.at(k).get<double>() > largest_bytes) {
+      largest = k;
+      largest_bytes = m.at(k).get<double>();
+    }
+  }
+  const double peak = m.at("peak").get<double>(), hbm = r.at("hbm_bytes").get<double>();
+  return "does not fit: peak " + bytes(peak) + " > HBM " + bytes(hbm) + " (" + largest + " " + bytes(largest_bytes) +
+         " is the largest term; " + bytes(peak - hbm) + " over); if it fit: step " +
+         seconds(r.at("time_if_it_fit_s").get<double>());
 }
 
 }  // namespace
@@ -128,8 +169,45 @@ TEST_CASE("step --json: the documented keys; a configuration that does not fit h
   CHECK(big.at("fits") == false);
   CHECK(big.at("step_time_s").is_null());
   r = run("step --topology dgx-h100-16 --model gpt3-175b --batch-per-device 1");
-  CHECK(r.out.find("DOES NOT FIT") != std::string::npos);
   CHECK(r.out.find("memory/device: params") != std::string::npos);
+  // The text says what overflows and what the step would take if it fit (issue 17).
+  CHECK(r.out.find(not_fit_line(big) + "\n") != std::string::npos);
+  CHECK(r.out.find("\nif it fit: forward " + seconds(big.at("forward_s").get<double>()) + ", backward " +
+                   seconds(big.at("backward_s").get<double>()) + ", exposed comm ") != std::string::npos);
+  CHECK(r.out.find("MFU") == std::string::npos);  // a step that does not run has no MFU
+}
+
+TEST_CASE("step and compare text: a configuration that does not fit, exactly") {
+  // GPT-3 175B replicated with mixed-precision Adam: 2 + 2 + 12 = 16 bytes per parameter of
+  // model states (ZeRO Table 1), 2.8 TB against 80 GiB; the optimizer state (12P) is the
+  // largest term.
+  const auto r = run("step --topology dgx-h100-16 --model gpt3-175b --batch-per-device 1 --json");
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& m = j.at("memory_bytes");
+  const double P = m.at("params").get<double>() / 2;
+  CHECK(m.at("optimizer").get<double>() == doctest::Approx(12 * P));
+  CHECK(j.at("hbm_bytes").get<double>() == 80.0 * (1ULL << 30));
+  const double peak = m.at("peak").get<double>(), over = peak - 80.0 * (1ULL << 30);
+  CHECK(not_fit_line(j) == "does not fit: peak " + bytes(peak) + " > HBM 80 GiB (optimizer " + bytes(12 * P) +
+                               " is the largest term; " + bytes(over) + " over); if it fit: step " +
+                               seconds(j.at("time_if_it_fit_s").get<double>()));
+  const auto text = run("step --topology dgx-h100-16 --model gpt3-175b --batch-per-device 1");
+  CHECK(text.out.find(not_fit_line(j) + "\n") != std::string::npos);
+  // compare: one such line per strategy that does not fit, naming it.
+  const auto c = run("compare --topology dgx-h100-16 --model gpt3-175b --batch-per-device 1 --strategies replicated,zero3 "
+                     "--json");
+  REQUIRE(c.status == 0);
+  const auto rows = nlohmann::json::parse(c.out);
+  const auto ct = run("compare --topology dgx-h100-16 --model gpt3-175b --batch-per-device 1 --strategies replicated,zero3");
+  REQUIRE(ct.status == 0);
+  int lines = 0;
+  for (const auto& row : rows) {
+    if (row.at("fits").get<bool>()) continue;
+    ++lines;
+    CHECK(ct.out.find("\n" + row.at("strategy").get<std::string>() + ": " + not_fit_line(row) + "\n") != std::string::npos);
+  }
+  CHECK(lines >= 1);  // replicated does not fit
 }
 
 TEST_CASE("compare --json: one object per strategy with the speedup over replicated") {
