@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash .ci/setup.sh
-export CCACHE_BASEDIR="$PWD"  # cache hits across clones in other folders
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1  # cache hits across clones in other folders (no build-dir hash in -g entries)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
 cmake --build build -j2
 ./build/shardsim
