@@ -163,11 +163,22 @@ void FlowNetwork::start(ClientId c, std::span<const StartRequest> flows) {
   Client& cl = live_client(c);
   if (!flows.empty() && !settle_pending_) request_settle();
   const std::uint64_t hi = std::uint64_t{c} << kTagBits;
-  for (const StartRequest& r : flows) {
-    if (r.tag > kMaxTag) throw std::out_of_range(fmt::format("flow network: tag {} above kMaxTag", r.tag));
-    start_one(r.route, r.bytes, hi | r.tag);
-    ++cl.flows;
+  // Tags are checked before any flow starts (one OR over them), flows counted once.
+  std::uint64_t tags = 0;
+  for (const StartRequest& r : flows) tags |= r.tag;
+  if (tags > kMaxTag) {
+    for (const StartRequest& r : flows) {
+      if (r.tag > kMaxTag) throw std::out_of_range(fmt::format("flow network: tag {} above kMaxTag", r.tag));
+    }
   }
+  const std::size_t active = active_;
+  try {
+    for (const StartRequest& r : flows) start_one(r.route, r.bytes, hi | r.tag);
+  } catch (...) {
+    cl.flows += active_ - active;  // the flows before a bad route have started
+    throw;
+  }
+  cl.flows += flows.size();
 }
 
 void FlowNetwork::request_settle() {
@@ -227,17 +238,20 @@ void FlowNetwork::settle() {
   arm_timer();
   if (zero_flows_.empty()) return;
   std::vector<std::uint64_t> tags;
+  std::uint64_t tags_or = 0, tags_and = ~std::uint64_t{0};  // see on_timer
   tags.reserve(zero_flows_.size());
   for (FlowId f : zero_flows_) {
     const Flow& fl = flows_[f];
     on_flow_done(fl.tag, fl.start, sim_.now(), fl.bytes);
+    tags_or |= fl.tag;
+    tags_and &= fl.tag;
     tags.push_back(fl.tag);
     --active_;
     ++stats_.flows_completed;
     free_flows_.push_back(f);
   }
   zero_flows_.clear();
-  dispatch(tags);
+  dispatch(tags, ((tags_or ^ tags_and) & ~kMaxTag) == 0);
 }
 
 void FlowNetwork::solve_components() {
@@ -362,6 +376,8 @@ void FlowNetwork::on_timer() {
   std::vector<std::uint64_t> tags = std::move(done_tags_);
   tags.clear();
   const bool signal = !on_flow_done.empty();
+  // The client bits of all tags are equal iff their OR and their AND agree there.
+  std::uint64_t tags_or = 0, tags_and = ~std::uint64_t{0};
   while (!heap_.empty() && buckets_[heap_.front()].finish_ps <= now) {
     const std::uint32_t b = heap_.front();
     auto& due = buckets_[b].flows;
@@ -377,6 +393,8 @@ void FlowNetwork::on_timer() {
       Flow& fl = flows_[f];
       fl.bucket = kNone;
       if (signal) on_flow_done(fl.tag, fl.start, sim_.now(), fl.bytes);
+      tags_or |= fl.tag;
+      tags_and &= fl.tag;
       tags.push_back(fl.tag);
       detach(f);
     }
@@ -388,7 +406,7 @@ void FlowNetwork::on_timer() {
     dirty_links_.clear();
   }
   arm_timer();
-  dispatch(tags);
+  dispatch(tags, ((tags_or ^ tags_and) & ~kMaxTag) == 0);
   tags.clear();
   done_tags_ = std::move(tags);
 }
@@ -402,20 +420,13 @@ void FlowNetwork::call(Client& cl, std::span<const std::uint64_t> tags) {
   }
 }
 
-void FlowNetwork::dispatch(std::vector<std::uint64_t>& tags) {
+void FlowNetwork::dispatch(std::vector<std::uint64_t>& tags, bool one) {
   if (tags.empty()) return;
+  // The common case (one collective in flight, or one finishing): the batch as it is.
   const ClientId first = client_of(tags.front());
-  bool one = true;
-  for (std::uint64_t t : tags) {
-    if (client_of(t) != first) {
-      one = false;
-      break;
-    }
-  }
   if (one) {
-    // The common case (one collective in flight, or one finishing): the batch as it is.
     if (first != kDefaultClient) {
-      for (std::uint64_t& t : tags) t = tag_of(t);
+      for (std::uint64_t& t : tags) t &= kMaxTag;
     }
     call(clients_[first], tags);
   } else {

@@ -224,9 +224,9 @@ class FlowNetwork {
   // inline into both start()s.
   [[gnu::always_inline]] inline FlowId start_one(std::span<const LinkIndex> route, double bytes, std::uint64_t tag);
   Client& live_client(ClientId c);  // throws std::out_of_range unless c is live
-  /// Hands a completion batch (network tags, completion order) to the clients; may rewrite
-  /// `tags` in place.
-  void dispatch(std::vector<std::uint64_t>& tags);
+  /// Hands a completion batch (network tags, completion order) to the clients; `one`: all
+  /// tags are of one client (the callers see every tag first). May rewrite `tags` in place.
+  void dispatch(std::vector<std::uint64_t>& tags, bool one);
   void call(Client& cl, std::span<const std::uint64_t> tags);
   void release_client(ClientId c);
   std::span<Hop> route(FlowId f) {
