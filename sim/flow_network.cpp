@@ -5,6 +5,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 namespace shardsim::sim {
 
 void FlowNetwork::LinkFlows::grow() {
@@ -16,14 +18,72 @@ void FlowNetwork::LinkFlows::grow() {
   cap_ = cap;
 }
 
+FlowNetwork::FlowNetwork(Simulator& sim) : sim_(sim) {
+  clients_.emplace_back().state = Client::State::live;  // kDefaultClient
+}
+
 void FlowNetwork::set_completion_handler(CompletionHandler h) {
+  auto& slot = clients_[kDefaultClient].handler;
   if (!h) {
-    on_complete_ = nullptr;
+    slot = nullptr;
     return;
   }
-  on_complete_ = [h = std::move(h)](std::span<const std::uint64_t> tags) {
+  slot = [h = std::move(h)](std::span<const std::uint64_t> tags) {
     for (auto t : tags) h(t);
   };
+}
+
+FlowNetwork::ClientId FlowNetwork::add_client(BatchCompletionHandler h) {
+  ClientId c;
+  if (!free_clients_.empty()) {
+    c = free_clients_.back();
+    free_clients_.pop_back();
+  } else {
+    if (clients_.size() > (std::uint64_t{1} << (64 - kTagBits)) - 1) {
+      throw std::length_error("flow network: too many clients");
+    }
+    c = static_cast<ClientId>(clients_.size());
+    clients_.emplace_back();
+  }
+  Client& cl = clients_[c];
+  cl.handler = std::move(h);
+  cl.flows = 0;
+  cl.state = Client::State::live;
+  return c;
+}
+
+FlowNetwork::Client& FlowNetwork::live_client(ClientId c) {
+  if (c >= clients_.size() || clients_[c].state != Client::State::live) {
+    throw std::out_of_range(fmt::format("flow network: client {} is not registered", c));
+  }
+  return clients_[c];
+}
+
+void FlowNetwork::remove_client(ClientId c) {
+  if (c == kDefaultClient) throw std::out_of_range("flow network: the default client cannot be removed");
+  live_client(c);
+  if (dispatching_ > 0) {
+    // Its handler may be running: released after the dispatch. Completions of the same batch
+    // that come after this call are dropped (see dispatch()).
+    clients_[c].state = Client::State::zombie;
+    ++zombies_;
+    removals_.push_back(c);
+    return;
+  }
+  clients_[c].state = Client::State::zombie;
+  ++zombies_;
+  release_client(c);
+}
+
+// A zombie (removed) client: handler dropped now; id reused once no flow of it is in flight.
+void FlowNetwork::release_client(ClientId c) {
+  Client& cl = clients_[c];
+  cl.handler = nullptr;
+  if (cl.flows == 0 && cl.state == Client::State::zombie) {
+    cl.state = Client::State::free;
+    --zombies_;
+    free_clients_.push_back(c);
+  }
 }
 
 FlowNetwork::LinkIndex FlowNetwork::add_link(double capacity_Bps) {
@@ -88,17 +148,37 @@ inline FlowNetwork::FlowId FlowNetwork::start_one(std::span<const LinkIndex> rou
   return id;
 }
 
-FlowNetwork::FlowId FlowNetwork::start(std::span<const LinkIndex> route, double bytes, std::uint64_t tag) {
-  const FlowId id = start_one(route, bytes, tag);
+FlowNetwork::FlowId FlowNetwork::start(ClientId c, std::span<const LinkIndex> route, double bytes, std::uint64_t tag) {
+  Client& cl = live_client(c);
+  if (tag > kMaxTag) throw std::out_of_range(fmt::format("flow network: tag {} above kMaxTag", tag));
+  const FlowId id = start_one(route, bytes, std::uint64_t{c} << kTagBits | tag);
+  ++cl.flows;
   if (!settle_pending_) request_settle();
   return id;
 }
 
 // The settle request comes before the flows rather than with the first: starting a flow
 // schedules nothing, so the settle event gets the same sequence number either way.
-void FlowNetwork::start(std::span<const StartRequest> flows) {
+void FlowNetwork::start(ClientId c, std::span<const StartRequest> flows) {
+  Client& cl = live_client(c);
   if (!flows.empty() && !settle_pending_) request_settle();
-  for (const StartRequest& r : flows) start_one(r.route, r.bytes, r.tag);
+  const std::uint64_t hi = std::uint64_t{c} << kTagBits;
+  // Tags are checked before any flow starts (one OR over them), flows counted once.
+  std::uint64_t tags = 0;
+  for (const StartRequest& r : flows) tags |= r.tag;
+  if (tags > kMaxTag) {
+    for (const StartRequest& r : flows) {
+      if (r.tag > kMaxTag) throw std::out_of_range(fmt::format("flow network: tag {} above kMaxTag", r.tag));
+    }
+  }
+  const std::size_t active = active_;
+  try {
+    for (const StartRequest& r : flows) start_one(r.route, r.bytes, hi | r.tag);
+  } catch (...) {
+    cl.flows += active_ - active;  // the flows before a bad route have started
+    throw;
+  }
+  cl.flows += flows.size();
 }
 
 void FlowNetwork::request_settle() {
@@ -158,17 +238,20 @@ void FlowNetwork::settle() {
   arm_timer();
   if (zero_flows_.empty()) return;
   std::vector<std::uint64_t> tags;
+  std::uint64_t tags_or = 0, tags_and = ~std::uint64_t{0};  // see on_timer
   tags.reserve(zero_flows_.size());
   for (FlowId f : zero_flows_) {
     const Flow& fl = flows_[f];
     on_flow_done(fl.tag, fl.start, sim_.now(), fl.bytes);
+    tags_or |= fl.tag;
+    tags_and &= fl.tag;
     tags.push_back(fl.tag);
     --active_;
     ++stats_.flows_completed;
     free_flows_.push_back(f);
   }
   zero_flows_.clear();
-  if (on_complete_) on_complete_(tags);
+  dispatch(tags, ((tags_or ^ tags_and) & ~kMaxTag) == 0);
 }
 
 void FlowNetwork::solve_components() {
@@ -293,6 +376,8 @@ void FlowNetwork::on_timer() {
   std::vector<std::uint64_t> tags = std::move(done_tags_);
   tags.clear();
   const bool signal = !on_flow_done.empty();
+  // The client bits of all tags are equal iff their OR and their AND agree there.
+  std::uint64_t tags_or = 0, tags_and = ~std::uint64_t{0};
   while (!heap_.empty() && buckets_[heap_.front()].finish_ps <= now) {
     const std::uint32_t b = heap_.front();
     auto& due = buckets_[b].flows;
@@ -308,6 +393,8 @@ void FlowNetwork::on_timer() {
       Flow& fl = flows_[f];
       fl.bucket = kNone;
       if (signal) on_flow_done(fl.tag, fl.start, sim_.now(), fl.bytes);
+      tags_or |= fl.tag;
+      tags_and &= fl.tag;
       tags.push_back(fl.tag);
       detach(f);
     }
@@ -319,9 +406,61 @@ void FlowNetwork::on_timer() {
     dirty_links_.clear();
   }
   arm_timer();
-  if (on_complete_) on_complete_(tags);
+  dispatch(tags, ((tags_or ^ tags_and) & ~kMaxTag) == 0);
   tags.clear();
   done_tags_ = std::move(tags);
+}
+
+void FlowNetwork::call(Client& cl, std::span<const std::uint64_t> tags) {
+  cl.flows -= tags.size();
+  if (cl.state == Client::State::live && cl.handler) {
+    ++dispatching_;
+    cl.handler(tags);
+    --dispatching_;
+  }
+}
+
+void FlowNetwork::dispatch(std::vector<std::uint64_t>& tags, bool one) {
+  if (tags.empty()) return;
+  // The common case (one collective in flight, or one finishing): the batch as it is.
+  const ClientId first = client_of(tags.front());
+  if (one) {
+    if (first != kDefaultClient) {
+      for (std::uint64_t& t : tags) t &= kMaxTag;
+    }
+    call(clients_[first], tags);
+  } else {
+    touched_.clear();
+    for (std::uint64_t t : tags) {
+      const ClientId c = client_of(t);
+      auto& batch = clients_[c].batch;
+      if (batch.empty()) touched_.push_back(c);
+      batch.push_back(tag_of(t));
+    }
+    // A handler may add clients (the deque keeps references) but cannot start a dispatch:
+    // dispatches run from this network's own events only.
+    for (ClientId c : touched_) {
+      Client& cl = clients_[c];
+      std::vector<std::uint64_t> batch = std::move(cl.batch);
+      call(cl, batch);
+      batch.clear();
+      clients_[c].batch = std::move(batch);
+    }
+  }
+  if (dispatching_ == 0) {
+    for (ClientId c : removals_) release_client(c);
+    removals_.clear();
+  }
+  // Removed clients whose last flows just completed free their ids.
+  if (zombies_ > 0) {
+    if (one) {
+      if (clients_[first].state == Client::State::zombie) release_client(first);
+    } else {
+      for (ClientId c : touched_) {
+        if (clients_[c].state == Client::State::zombie) release_client(c);
+      }
+    }
+  }
 }
 
 std::uint32_t FlowNetwork::bucket_for(std::int64_t finish_ps) {

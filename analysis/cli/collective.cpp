@@ -1,6 +1,8 @@
 // shardsim collective: predicts one collective over a size range on a topology, with the
 // analytical or the flow evaluator (DESIGN 4), and prints time, algbw, busbw (nccl-tests
-// definitions, DESIGN 2) and the bandwidth lower bound.
+// definitions, DESIGN 2) and the bandwidth lower bound. With --groups, the same collective on
+// several process groups at once: at flow fidelity on one shared flow network (DESIGN 8), at
+// analytical fidelity each group's closed form alone.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -22,6 +24,7 @@ namespace {
 
 struct CollectiveCliOptions {
   CollectiveOptions run;
+  std::string groups;  // --groups text; run.groups is set when the flag was given
   bool json = false;
   std::string csv;
 };
@@ -29,18 +32,33 @@ struct CollectiveCliOptions {
 void print_table(const std::vector<CollectiveResult>& rows, const CollectiveOptions& o) {
   if (rows.empty()) return;
   const auto& first = rows.front();
-  fmt::print("# {} on {} ({} ranks), algorithm {}, fidelity {}\n", o.op, first.topology, first.ranks, o.algorithm,
-             o.fidelity);
-  analysis::Table t({"size", "algorithm", "time", "algbw GB/s", "busbw GB/s", "lower bound", "of bound"});
+  const bool multi = o.groups.has_value();
+  if (multi) {
+    fmt::print("# {} on {}, groups {}, algorithm {}, fidelity {}: {}\n", o.op, first.topology, *o.groups, o.algorithm,
+               o.fidelity,
+               o.fidelity == "flow" ? "all groups at once on one shared flow network (max-min)"
+                                    : "each group's closed form alone, no contention (use --fidelity flow)");
+  } else {
+    fmt::print("# {} on {} ({} ranks), algorithm {}, fidelity {}\n", o.op, first.topology, first.ranks, o.algorithm,
+               o.fidelity);
+  }
+  std::vector<std::string> header{"size", "algorithm", "time", "algbw GB/s", "busbw GB/s", "lower bound", "of bound"};
+  if (multi) header.insert(header.begin() + 1, "group");
+  analysis::Table t(header);
   for (const auto& r : rows) {
-    t.add({units::format_bytes(r.size_bytes), r.algorithm, units::format_seconds(r.time_s),
-           fmt::format("{:.2f}", r.algbw_GBps), fmt::format("{:.2f}", r.busbw_GBps),
-           units::format_seconds(r.lower_bound_s),
-           fmt::format("{:.0f}%", r.time_s > 0 ? 100.0 * r.lower_bound_s / r.time_s : 0.0)});
+    std::vector<std::string> row{units::format_bytes(r.size_bytes), r.algorithm, units::format_seconds(r.time_s),
+                                 fmt::format("{:.2f}", r.algbw_GBps), fmt::format("{:.2f}", r.busbw_GBps),
+                                 units::format_seconds(r.lower_bound_s),
+                                 fmt::format("{:.0f}%", r.time_s > 0 ? 100.0 * r.lower_bound_s / r.time_s : 0.0)};
+    if (multi) row.insert(row.begin() + 1, format_ranks(r.group));
+    t.add(row);
   }
   fmt::print("{}", t.str());
   if (o.algorithm == "auto") {
-    for (const auto& r : rows) fmt::print("auto @ {}: {}\n", units::format_bytes(r.size_bytes), r.why);
+    for (const auto& r : rows) {
+      fmt::print("auto @ {}{}: {}\n", units::format_bytes(r.size_bytes),
+                 multi ? ", group " + format_ranks(r.group) : std::string(), r.why);
+    }
   }
 }
 
@@ -84,7 +102,16 @@ void setup_collective(CLI::App& root) {
   sub->add_flag("--json", o->json, "Print a JSON array instead of a table");
   sub->add_option("--csv", o->csv, "Also write the rows as CSV");
   sub->add_option("--timeline", o->run.timeline, "Write a Perfetto/Chrome trace of the flow run (one size)");
-  sub->callback([o] { run_collective_cli(*o); });
+  auto* groups = sub->add_option(
+      "--groups", o->groups,
+      "Run the collective on several process groups at once: groups separated by ';', ranks as comma lists and "
+      "ranges (\"0-7;8-15\"), or stride:K (K rail groups i, i+K, i+2K, ... of the first --ranks devices). Flow "
+      "fidelity: one shared flow network, groups that share links slow each other (max-min). Analytical: each "
+      "group's closed form, no contention");
+  sub->callback([o, groups] {
+    if (groups->count() > 0) o->run.groups = o->groups;
+    run_collective_cli(*o);
+  });
 }
 
 const Registration reg{"collective", 10, setup_collective};
@@ -105,7 +132,8 @@ const ListRegistration list_algorithms{"algorithms", "collective algorithms", pr
 
 const analysis::ScenarioRegistration scenario{analysis::ScenarioCommand{
     "collective",
-    {"topology", "op", "bytes", "ranks", "algorithm", "fidelity", "chunks", "reduce-bw", "step-overhead", "profile"},
+    {"topology", "op", "bytes", "ranks", "algorithm", "fidelity", "chunks", "reduce-bw", "step-overhead", "profile",
+     "groups"},
     [](const nlohmann::json& flags) {
       auto o = collective_options_from_json(flags);
       nlohmann::json arr = nlohmann::json::array();

@@ -2,13 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <limits>
+#include <memory>
 #include <numeric>
+#include <optional>
 
 #include "analysis/calibration/profile.hpp"
 #include "analysis/output/table.hpp"
 #include "analysis/output/timeline.hpp"
 #include "models/collectives/algorithm.hpp"
+#include "models/collectives/collective_run.hpp"
 #include "models/collectives/flow_eval.hpp"
 #include "sim/error.hpp"
 #include "sim/units.hpp"
@@ -31,7 +35,153 @@ void add_transfer(analysis::ChromeTrace& tr, const coll::TransferRecord& rec, st
 
 constexpr std::size_t kTimelineLimit = 200000;  // transfers; beyond that the file is unusable
 
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  for (;;) {
+    const auto at = s.find(sep);
+    out.push_back(s.substr(0, at));
+    if (at == std::string_view::npos) return out;
+    s.remove_prefix(at + 1);
+  }
+}
+
+// A non-negative decimal integer, digits only.
+std::optional<std::uint64_t> parse_index(std::string_view s) {
+  s = trim(s);
+  if (s.empty() || s.size() > 18) return std::nullopt;
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// The collective on every group at once, one CollectiveRun per group on one simulator and one
+// flow network (DESIGN 8), all started at time 0. Sets time_s, events, transfers, fingerprint.
+void run_groups_flow(const topo::Topology& t, const std::vector<coll::CollectiveOp>& ops,
+                     const std::vector<const coll::Algorithm*>& algos, const coll::CostParams& params,
+                     std::vector<CollectiveResult>& rows) {
+  sim::Simulator sim;
+  sim::FlowNetwork net(sim);
+  coll::add_topology_links(net, t);
+  std::vector<coll::Schedule> schedules;
+  schedules.reserve(ops.size());
+  for (std::size_t g = 0; g < ops.size(); ++g) schedules.push_back(algos[g]->build(t, ops[g], params));
+  coll::FlowOptions fo;
+  fo.cost = params;
+  std::vector<std::unique_ptr<coll::CollectiveRun>> runs;
+  runs.reserve(ops.size());
+  for (std::size_t g = 0; g < ops.size(); ++g) {
+    runs.push_back(std::make_unique<coll::CollectiveRun>(sim, net, t, ops[g], schedules[g], fo));
+  }
+  sim.enable_fingerprint();
+  for (auto& r : runs) r->start(Time::zero(), nullptr);
+  sim.run();
+  for (std::size_t g = 0; g < runs.size(); ++g) {
+    if (!runs[g]->done()) {
+      throw std::logic_error(fmt::format("schedule '{}' deadlocked on group {}: {} rank-chunks unfinished at {}",
+                                         schedules[g].algorithm, g + 1, runs[g]->unfinished(), sim.now()));
+    }
+    rows[g].time_s = runs[g]->finish_time().to_seconds();
+    rows[g].transfers = runs[g]->transfers();
+    rows[g].events = sim.event_count();
+    rows[g].fingerprint = sim.fingerprint();
+  }
+}
+
 }  // namespace
+
+std::vector<std::vector<int>> parse_groups(const std::string& spec, std::size_t devices, const std::string& topology,
+                                           int ranks) {
+  const std::string where = "--groups";
+  const std::string_view text = trim(spec);
+  if (text.empty()) {
+    throw ConfigError(where, "an empty spec", "groups separated by ';' (ranks as 0,1,2 or ranges 0-7) or stride:K");
+  }
+  std::vector<std::vector<int>> groups;
+  if (text.starts_with("stride:")) {
+    const std::size_t n = ranks > 0 ? static_cast<std::size_t>(ranks) : devices;
+    const auto k = parse_index(text.substr(7));
+    if (!k || *k < 1 || *k > n / 2) {
+      throw ConfigError(where, fmt::format("'{}'", spec),
+                        fmt::format("stride:K with K from 1 to {} (K groups of at least 2 of the {} ranks)", n / 2, n));
+    }
+    groups.resize(*k);
+    for (std::size_t i = 0; i < *k; ++i) {
+      for (std::size_t r = i; r < n; r += *k) groups[i].push_back(static_cast<int>(r));
+    }
+    return groups;
+  }
+  if (ranks > 0) {
+    throw ConfigError(where, fmt::format("'{}' with --ranks {}", spec, ranks),
+                      "--ranks only with stride:K (it sets the ranks that stride:K divides)");
+  }
+  std::vector<std::size_t> owner(devices, 0);  // group number (1-based) holding each rank
+  const auto entries = split(text, ';');
+  for (std::size_t gi = 0; gi < entries.size(); ++gi) {
+    const std::size_t k = gi + 1;
+    const std::string_view entry = trim(entries[gi]);
+    if (entry.empty()) {
+      throw ConfigError(where, fmt::format("empty group {} in '{}'", k, spec),
+                        "a comma list of ranks and ranges (such as 0-7,12) in every group");
+    }
+    std::vector<int> g;
+    for (std::string_view item : split(entry, ',')) {
+      item = trim(item);
+      std::optional<std::uint64_t> a, b;
+      if (const auto dash = item.find('-'); dash != std::string_view::npos) {
+        a = parse_index(item.substr(0, dash));
+        b = parse_index(item.substr(dash + 1));
+      } else {
+        a = b = parse_index(item);
+      }
+      if (!a || !b || *a > *b) {
+        throw ConfigError(where, fmt::format("malformed rank or range '{}' in group {}", item, k),
+                          "a rank (5) or a range A-B with A <= B (0-7)");
+      }
+      if (*b >= devices) {
+        throw ConfigError(where, fmt::format("rank {} in group {} is outside the topology", *a >= devices ? *a : *b, k),
+                          fmt::format("ranks 0..{} of topology '{}'", devices - 1, topology));
+      }
+      for (std::uint64_t r = *a; r <= *b; ++r) {
+        if (owner[r] == k) throw ConfigError(where, fmt::format("rank {} twice in group {}", r, k), "each rank once");
+        if (owner[r] != 0) {
+          throw ConfigError(where, fmt::format("rank {} in groups {} and {}", r, owner[r], k),
+                            "each rank in one group at most");
+        }
+        owner[r] = k;
+        g.push_back(static_cast<int>(r));
+      }
+    }
+    if (g.size() < 2) {
+      throw ConfigError(where, fmt::format("group {} ('{}') has 1 rank", k, entry), "at least 2 ranks in every group");
+    }
+    groups.push_back(std::move(g));
+  }
+  return groups;
+}
+
+std::string format_ranks(const std::vector<int>& v) {
+  if (v.size() >= 4 && v[1] - v[0] > 1) {
+    const int d = v[1] - v[0];
+    bool ap = true;
+    for (std::size_t i = 1; i < v.size() && ap; ++i) ap = v[i] - v[i - 1] == d;
+    if (ap) return fmt::format("{},{},..,{} ({} ranks)", v[0], v[1], v.back(), v.size());
+  }
+  std::string out;
+  for (std::size_t i = 0; i < v.size();) {
+    std::size_t j = i;
+    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+    out += (out.empty() ? "" : ",") + (j > i ? fmt::format("{}-{}", v[i], v[j]) : std::to_string(v[i]));
+    i = j + 1;
+  }
+  return out;
+}
 
 std::vector<CollectiveResult> run_collective(const CollectiveOptions& o) {
   topo::Topology t = topo::make_topology(o.topology, "--topology");
@@ -44,6 +194,16 @@ std::vector<CollectiveResult> run_collective(const CollectiveOptions& o) {
   }
   const std::size_t n = o.ranks == 0 ? devices : static_cast<std::size_t>(o.ranks);
   if (n < 2) throw ConfigError("--ranks", fmt::format("{} rank", n), "at least 2 ranks for a collective");
+  // One group of the first n devices, or the --groups, run at once.
+  const bool multi = o.groups.has_value();
+  std::vector<std::vector<int>> groups;
+  if (multi) {
+    groups = parse_groups(*o.groups, devices, t.name, o.ranks);
+    if (!o.timeline.empty()) throw ConfigError("--timeline", "with --groups", "a single group (no --groups)");
+  } else {
+    groups.emplace_back(n);
+    std::iota(groups[0].begin(), groups[0].end(), 0);
+  }
   if (o.fidelity != "analytical" && o.fidelity != "flow") {
     throw ConfigError("--fidelity", fmt::format("'{}'", o.fidelity), "analytical or flow");
   }
@@ -76,8 +236,7 @@ std::vector<CollectiveResult> run_collective(const CollectiveOptions& o) {
 
   coll::CollectiveOp op;
   op.kind = kind;
-  op.group.resize(n);
-  std::iota(op.group.begin(), op.group.end(), 0);
+  op.group = groups[0];
 
   nlohmann::json config = {{"topology", t.name},
                            {"topology_config", t.config},
@@ -90,47 +249,50 @@ std::vector<CollectiveResult> run_collective(const CollectiveOptions& o) {
                                                                             : nlohmann::json("inf")},
                            {"step_overhead_s", params.step_overhead_s},
                            {"profile", profile_config}};
+  if (multi) config["groups"] = *o.groups;
 
   std::vector<CollectiveResult> out;
   for (auto size : sizes) {
-    op.size_bytes = size;
-    CollectiveResult r;
-    const coll::Algorithm* algo = nullptr;
-    coll::AnalyticalCost cost;
-    if (o.algorithm == "auto") {
-      auto choice = coll::choose_auto(t, op, params, o.fidelity == "flow");
-      algo = choice.algorithm;
-      cost = choice.cost;
-      r.why = choice.why;
-    } else {
-      algo = &coll::find_algorithm(o.algorithm, kind, "--algorithm");
-      if (auto why_not = algo->unsupported(t, op)) {
-        throw ConfigError("--algorithm", fmt::format("'{}' cannot run {} here: {}", o.algorithm, o.op, *why_not),
-                          "an algorithm that supports this op, group and topology (or auto)");
-      }
-      cost = algo->analytical(t, op, params);
-    }
-    r.op = coll::to_string(kind);
-    r.algorithm = algo->name();
-    r.fidelity = o.fidelity;
-    r.topology = t.name;
-    r.ranks = n;
-    r.size_bytes = size;
-    r.latency_s = cost.latency_s;
-    r.bandwidth_s = cost.bandwidth_s;
-    r.reduce_s = cost.reduce_s;
-    r.time_s = cost.time_s;
-    if (o.fidelity == "flow") {
-      const coll::Schedule s = algo->build(t, op, params);
-      for (const auto& st : s.steps) {
-        for (const auto& x : st.transfers) {
-          if (x.src_is_node || x.dst_is_node) {
-            throw ConfigError("--fidelity", fmt::format("flow with algorithm '{}', whose transfers end in a switch",
-                                                        algo->name()),
-                              "--fidelity analytical (the flow evaluator has no switch endpoints yet)");
-          }
+    std::vector<CollectiveResult> rows(groups.size());
+    std::vector<coll::CollectiveOp> ops(groups.size(), op);
+    std::vector<const coll::Algorithm*> algos(groups.size(), nullptr);
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      ops[g].group = groups[g];
+      ops[g].size_bytes = size;
+      CollectiveResult& r = rows[g];
+      coll::AnalyticalCost cost;
+      if (o.algorithm == "auto") {
+        auto choice = coll::choose_auto(t, ops[g], params, o.fidelity == "flow");
+        algos[g] = choice.algorithm;
+        cost = choice.cost;
+        r.why = choice.why;
+      } else {
+        algos[g] = &coll::find_algorithm(o.algorithm, kind, "--algorithm");
+        if (auto why_not = algos[g]->unsupported(t, ops[g])) {
+          throw ConfigError("--algorithm",
+                            fmt::format("'{}' cannot run {} here: {}{}", o.algorithm, o.op, *why_not,
+                                        multi ? fmt::format(" (group {})", g + 1) : std::string()),
+                            "an algorithm that supports this op, group and topology (or auto)");
         }
+        cost = algos[g]->analytical(t, ops[g], params);
       }
+      r.op = coll::to_string(kind);
+      r.algorithm = algos[g]->name();
+      r.fidelity = o.fidelity;
+      r.topology = t.name;
+      r.ranks = groups[g].size();
+      if (multi) r.group = groups[g];
+      r.size_bytes = size;
+      r.latency_s = cost.latency_s;
+      r.bandwidth_s = cost.bandwidth_s;
+      r.reduce_s = cost.reduce_s;
+      r.time_s = cost.time_s;
+    }
+    if (o.fidelity == "flow" && multi) {
+      run_groups_flow(t, ops, algos, params, rows);
+    } else if (o.fidelity == "flow") {
+      CollectiveResult& r = rows[0];
+      const coll::Schedule s = algos[0]->build(t, ops[0], params);
       coll::FlowOptions fo;
       fo.cost = params;
       analysis::ChromeTrace trace;
@@ -144,7 +306,7 @@ std::vector<CollectiveResult> run_collective(const CollectiveOptions& o) {
           ++next_id;
         };
       }
-      const auto fr = coll::evaluate_flow(t, op, s, fo);
+      const auto fr = coll::evaluate_flow(t, ops[0], s, fo);
       r.time_s = fr.time_s;
       r.events = fr.events;
       r.transfers = fr.transfers;
@@ -157,13 +319,16 @@ std::vector<CollectiveResult> run_collective(const CollectiveOptions& o) {
         analysis::write_file(o.timeline, trace.str(), "--timeline");
       }
     }
-    r.lower_bound_s = coll::lower_bound_s(t, op);
-    if (r.time_s > 0) {
-      r.algbw_GBps = static_cast<double>(size) / r.time_s / 1e9;
-      r.busbw_GBps = r.algbw_GBps * coll::busbw_factor(kind, n);
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      CollectiveResult& r = rows[g];
+      r.lower_bound_s = coll::lower_bound_s(t, ops[g]);
+      if (r.time_s > 0) {
+        r.algbw_GBps = static_cast<double>(size) / r.time_s / 1e9;
+        r.busbw_GBps = r.algbw_GBps * coll::busbw_factor(kind, r.ranks);
+      }
+      r.config = config;
+      out.push_back(std::move(r));
     }
-    r.config = config;
-    out.push_back(std::move(r));
   }
   return out;
 }
@@ -199,10 +364,12 @@ CollectiveOptions collective_options_from_json(const nlohmann::json& j) {
       o.step_overhead = str(key, v);
     } else if (key == "profile") {
       o.profile = str(key, v);
+    } else if (key == "groups") {
+      o.groups = str(key, v);
     } else {
       throw ConfigError("/" + key, fmt::format("unknown key '{}'", key),
                         "one of topology, op, bytes, ranks, algorithm, fidelity, chunks, reduce-bw, step-overhead, "
-                        "profile");
+                        "profile, groups");
     }
   }
   if (o.topology.empty()) throw ConfigError("/topology", "no topology", "a topology (preset, file or builder spec)");
@@ -227,6 +394,11 @@ nlohmann::json to_json(const CollectiveResult& r) {
     j["events"] = r.events;
     j["transfers"] = r.transfers;
     j["fingerprint"] = fmt::format("{:016x}", r.fingerprint);
+  }
+  if (!r.group.empty()) {
+    j["group"] = r.group;
+    j["concurrency"] = r.fidelity == "flow" ? "all groups at once on one shared flow network (max-min)"
+                                            : "none: each group's closed form, alone (use --fidelity flow)";
   }
   if (!r.why.empty()) j["why"] = r.why;
   j["config"] = r.config;

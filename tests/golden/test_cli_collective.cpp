@@ -122,3 +122,112 @@ TEST_CASE("bad topologies exit 2 naming the file or spec, the JSON pointer, foun
              disc + ": /links: a disconnected graph: device 'a' cannot reach device 'c'; expected every device "
                     "connected to every other");
 }
+
+// --groups (issue 12): the same collective on several process groups at once.
+
+TEST_CASE("--groups at flow fidelity: groups through one leaf uplink share it, one record per (size, group)") {
+  // Two leaves of two hosts, one spine, 50 GB/s uplinks, 1 us per link. Groups {0,2} and {1,3}
+  // each cross both leaves' single uplinks: ring all-reduce on 2 ranks is 2 steps of S/2 over
+  // 4 links, and with both groups in flight each step's flows get 25 GB/s on the uplink.
+  const std::string topo = "fat_tree:hosts=4,hosts_per_leaf=2,bw=100GB/s,uplink_bw=50GB/s,spines=1,lat=1us";
+  const double S = 16.0 * (1 << 20), alpha = 4e-6, beta = S / 2 / 50e9;
+  auto r = run_cli({"collective", "--topology", topo, "--bytes", "16MiB,32MiB", "--algorithm", "ring", "--fidelity",
+                    "flow", "--groups", "0,2;1,3", "--json"});
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j.size() == 4);  // 2 sizes x 2 groups
+  CHECK(j[0]["group"] == nlohmann::json::array({0, 2}));
+  CHECK(j[1]["group"] == nlohmann::json::array({1, 3}));
+  CHECK(j[2]["group"] == nlohmann::json::array({0, 2}));
+  CHECK(j[0]["ranks"] == 2);
+  CHECK(j[0]["size_bytes"] == 16 << 20);
+  CHECK(j[2]["size_bytes"] == 32 << 20);
+  CHECK(j[0]["config"]["groups"] == "0,2;1,3");
+  for (int i : {0, 1}) CHECK(j[i]["time_s"].get<double>() == doctest::Approx(2 * (alpha + 2 * beta)).epsilon(1e-9));
+  for (int i : {2, 3}) CHECK(j[i]["time_s"].get<double>() == doctest::Approx(2 * (alpha + 4 * beta)).epsilon(1e-9));
+  // Analytical: each group's closed form alone, and the output says so.
+  auto a = run_cli({"collective", "--topology", topo, "--bytes", "16MiB", "--algorithm", "ring", "--groups", "0,2;1,3",
+                    "--json"});
+  REQUIRE(a.exit_code == 0);
+  const auto ja = nlohmann::json::parse(a.out);
+  REQUIRE(ja.size() == 2);
+  for (int i : {0, 1}) {
+    CHECK(ja[i]["time_s"].get<double>() == doctest::Approx(2 * (alpha + beta)).epsilon(1e-9));
+    CHECK(ja[i]["concurrency"] == "none: each group's closed form, alone (use --fidelity flow)");
+  }
+  auto table = run_cli({"collective", "--topology", topo, "--bytes", "16MiB", "--algorithm", "ring", "--groups",
+                        "0,2;1,3"});
+  REQUIRE(table.exit_code == 0);
+  CHECK(table.out.find("each group's closed form alone, no contention") != std::string::npos);
+  CHECK(table.out.find("0,2") != std::string::npos);
+  CHECK(table.out.find("1,3") != std::string::npos);
+}
+
+TEST_CASE("--groups stride:K makes K rail groups i, i+K, ...; disjoint groups keep their isolated time") {
+  // A 1-D torus of 8 (a ring of links): stride:2 gives {0,2,4,6} and {1,3,5,7}.
+  auto r = run_cli({"collective", "--topology", "torus:dims=8,bw=100GB/s,lat=1us", "--bytes", "1MiB", "--algorithm",
+                    "ring", "--fidelity", "flow", "--groups", "stride:2", "--json"});
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j.size() == 2);
+  CHECK(j[0]["group"] == nlohmann::json::array({0, 2, 4, 6}));
+  CHECK(j[1]["group"] == nlohmann::json::array({1, 3, 5, 7}));
+  // Two groups on one switch each of whose hosts has its own links: no sharing, so exactly
+  // the time of each group run alone.
+  const std::string sw = "fat_tree:hosts=4,hosts_per_leaf=2,bw=100GB/s,uplink_bw=50GB/s,spines=1,lat=1us";
+  auto both = run_cli({"collective", "--topology", sw, "--bytes", "8MiB", "--algorithm", "ring", "--fidelity", "flow",
+                       "--groups", "0-1;2-3", "--json"});
+  auto alone = run_cli({"collective", "--topology", sw, "--bytes", "8MiB", "--algorithm", "ring", "--fidelity", "flow",
+                        "--groups", "0-1", "--json"});
+  REQUIRE(both.exit_code == 0);
+  REQUIRE(alone.exit_code == 0);
+  const auto jb = nlohmann::json::parse(both.out), jo = nlohmann::json::parse(alone.out);
+  CHECK(jb[0]["time_s"] == jo[0]["time_s"]);
+  CHECK(jb[1]["time_s"] == jo[0]["time_s"]);
+}
+
+TEST_CASE("auto picks the same algorithm at both fidelities (in-network runs at flow fidelity)") {
+  // dgx-h100-8: one NVSwitch with NVLink SHARP. Large buffers: in-network (S/B against the
+  // ring's 2(n-1)/n S/B); before issue 12 the flow fidelity could not run it and picked another.
+  for (const char* bytes : {"4KiB", "256MiB"}) {
+    auto an = run_cli({"collective", "--topology", "dgx-h100-8", "--bytes", bytes, "--json"});
+    auto fl = run_cli({"collective", "--topology", "dgx-h100-8", "--bytes", bytes, "--fidelity", "flow", "--json"});
+    REQUIRE(an.exit_code == 0);
+    REQUIRE(fl.exit_code == 0);
+    const auto ja = nlohmann::json::parse(an.out), jf = nlohmann::json::parse(fl.out);
+    CHECK(ja[0]["algorithm"] == jf[0]["algorithm"]);
+    CHECK(ja[0]["why"] == jf[0]["why"]);
+    if (std::string(bytes) == "256MiB") {
+      CHECK(jf[0]["algorithm"] == "in-network");
+      // Nothing contends inside the switch: the flow run agrees with the closed form.
+      CHECK(jf[0]["time_s"].get<double>() == doctest::Approx(ja[0]["time_s"].get<double>()).epsilon(0.01));
+    }
+  }
+}
+
+TEST_CASE("bad --groups exits 2 naming the flag, what was found and what was expected") {
+  const std::string t = "torus:dims=4x4,bw=100GB/s,lat=1us";
+  auto bad = [&](const std::string& spec, const std::string& message) {
+    expect_bad({"collective", "--topology", t, "--groups", spec}, message);
+  };
+  bad("", "--groups: an empty spec; expected groups separated by ';' (ranks as 0,1,2 or ranges 0-7) or stride:K");
+  bad("0-3;;4-7",
+      "--groups: empty group 2 in '0-3;;4-7'; expected a comma list of ranks and ranges (such as 0-7,12) in every "
+      "group");
+  bad("0-7;8-15;", "--groups: empty group 3 in '0-7;8-15;'; expected a comma list of ranks and ranges (such as "
+                   "0-7,12) in every group");
+  bad("0-7;8-16", "--groups: rank 16 in group 2 is outside the topology; expected ranks 0..15 of topology '" + t + "'");
+  bad("0-8;8-15", "--groups: rank 8 in groups 1 and 2; expected each rank in one group at most");
+  bad("0,1,1", "--groups: rank 1 twice in group 1; expected each rank once");
+  bad("0-3;7-4", "--groups: malformed rank or range '7-4' in group 2; expected a rank (5) or a range A-B with A <= B (0-7)");
+  bad("0-3;4-x", "--groups: malformed rank or range '4-x' in group 2; expected a rank (5) or a range A-B with A <= B (0-7)");
+  bad("0-3;-4", "--groups: malformed rank or range '-4' in group 2; expected a rank (5) or a range A-B with A <= B (0-7)");
+  bad("0-3;5", "--groups: group 2 ('5') has 1 rank; expected at least 2 ranks in every group");
+  bad("stride:0", "--groups: 'stride:0'; expected stride:K with K from 1 to 8 (K groups of at least 2 of the 16 ranks)");
+  bad("stride:9", "--groups: 'stride:9'; expected stride:K with K from 1 to 8 (K groups of at least 2 of the 16 ranks)");
+  expect_bad({"collective", "--topology", t, "--groups", "0-3", "--ranks", "8"},
+             "--groups: '0-3' with --ranks 8; expected --ranks only with stride:K (it sets the ranks that stride:K "
+             "divides)");
+  expect_bad({"collective", "--topology", t, "--groups", "0-3", "--fidelity", "flow", "--timeline", "x.json"},
+             "--timeline: with --groups; expected a single group (no --groups)");
+}

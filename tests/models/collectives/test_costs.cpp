@@ -148,10 +148,17 @@ TEST_CASE("auto choice: smallest analytical time, with every candidate's time or
   // With NVLS the switch reduction wins for large buffers.
   auto nvls = topo::make_topology("nvswitch_node:n=8,bw=450GB/s,lat=1us,nvls=1", "test");
   CHECK(choose_auto(nvls, make_op(OpKind::allreduce, 8, 256 * MiB), {}).algorithm->name() == "in-network");
-  // ... but not for the flow evaluator, which has no switch endpoints yet.
-  const auto flow_pick = choose_auto(nvls, make_op(OpKind::allreduce, 8, 256 * MiB), {}, true);
-  CHECK(flow_pick.algorithm->name() != "in-network");
-  CHECK(flow_pick.why.ends_with("in-network: not considered (the flow evaluator has no switch endpoints)"));
+  // ... and for the flow evaluator too, which runs switch endpoints: the choice does not
+  // depend on the fidelity (issue 12), for any size.
+  for (double S : {4.0 * 1024, 1 * MiB, 256 * MiB}) {
+    const auto op8 = make_op(OpKind::allreduce, 8, S);
+    const auto analytical_pick = choose_auto(nvls, op8, {}, false);
+    const auto flow_pick = choose_auto(nvls, op8, {}, true);
+    INFO("S = ", S);
+    CHECK(flow_pick.algorithm == analytical_pick.algorithm);
+    CHECK(flow_pick.why == analytical_pick.why);
+  }
+  CHECK(choose_auto(nvls, make_op(OpKind::allreduce, 8, 256 * MiB), {}, true).algorithm->name() == "in-network");
   // Nothing applies: all-to-all on 2048 ranks.
   std::string err;
   try {
