@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "sim/error.hpp"
 #include "topologies/json_text.hpp"
@@ -102,19 +104,13 @@ void check_bandwidth(double logged, double computed, const std::string& column, 
 }
 
 std::vector<BenchRecord> finish(const std::string& name, const std::string& coll, std::optional<int> ranks,
-                                const std::vector<Pending>& rows, const std::set<std::string>& hosts,
-                                const std::map<std::string, int>& per_host, const ParseOptions& o,
-                                const std::string& host, const std::string& date, const std::string& backend,
-                                bool check_bw) {
+                                std::optional<int> log_rpn, const std::vector<Pending>& rows,
+                                const std::set<std::string>& hosts, const ParseOptions& o, const std::string& host,
+                                const std::string& date, const std::string& backend, bool check_bw) {
   std::vector<BenchRecord> out;
   if (rows.empty()) return out;
   const int n = o.ranks ? *o.ranks : ranks ? *ranks : solve_ranks(coll, rows, fmt::format("{}:{}", name, rows.back().line));
-  std::optional<int> rpn = o.ranks_per_node;
-  if (!rpn && !per_host.empty()) {
-    int mx = 0;
-    for (const auto& [h, c] : per_host) mx = std::max(mx, c);
-    rpn = mx;
-  }
+  const std::optional<int> rpn = o.ranks_per_node ? o.ranks_per_node : log_rpn;
   const double factor = busbw_factor(coll, n);
   for (const auto& p : rows) {
     BenchRecord r;
@@ -167,21 +163,150 @@ std::optional<std::string> collective_from_nccl_binary(std::string_view binary) 
   return std::nullopt;
 }
 
-std::vector<BenchRecord> parse_nccl_tests_text(std::string_view text, const std::string& name, const ParseOptions& o) {
-  std::optional<std::string> coll = o.collective;
-  if (coll) coll = canonical_or_throw(*coll, "--collective");
-  Layout layout;
+namespace {
+
+// One "#  Rank  r Group g Pid p on host device d [bus] name" line (nccl-tests src/common.cu).
+struct RankLine {
+  int rank = 0;
+  std::string host;
+  std::optional<int> device;
+  int line = 0;
+};
+
+// One benchmark run inside a log: its header lines and its table.
+struct Run {
+  int first_line = 0;
+  std::optional<std::string> started;   // "# Collective test starting:"
+  std::optional<std::string> command;   // a command line naming the binary
+  std::vector<RankLine> ranks;
   std::vector<Pending> rows;
-  std::set<std::string> hosts;
-  std::map<std::string, int> per_host;
-  int rank_lines = 0;
-  int lineno = 0;
-  std::string file_coll;
+};
+
+// The collective of a command line or launcher message that names an nccl-tests binary:
+// "mpirun -np 16 ./build/all_reduce_perf -b 8 -e 8G", "srun ... all_gather_perf_mpi ...",
+// "/nccl-tests/build/all_reduce_perf: libnl ... warning". A token is stripped of quotes and of a
+// trailing ':' or ';', then of its directory and of the "_mpi" suffix (the MPI=1 builds of some
+// packagings); the last known binary on the line wins. Unknown *_perf names are not collectives.
+std::optional<std::string> collective_in_command(std::string_view line) {
+  std::optional<std::string> found;
+  for (std::string_view t : tokens(line)) {
+    while (!t.empty() && (t.front() == '"' || t.front() == '\'')) t.remove_prefix(1);
+    while (!t.empty() && (t.back() == '"' || t.back() == '\'' || t.back() == ':' || t.back() == ';')) t.remove_suffix(1);
+    const auto slash = t.rfind('/');
+    if (slash != std::string_view::npos) t.remove_prefix(slash + 1);
+    if (t.ends_with("_mpi")) t.remove_suffix(4);
+    if (!t.ends_with("_perf")) continue;
+    if (auto c = collective_from_nccl_binary(t)) found = std::move(c);
+  }
+  return found;
+}
+
+// Ranks per node from the printed rank lines.
+//  - Complete list (every index 0..n-1 printed once): the largest number of ranks on one host.
+//  - Elided list ("..."): only when the printed lines are consistent with block placement of
+//    p ranks per host, p = largest device index + 1 (the default of mpirun --map-by slot and
+//    srun --distribution=block with one GPU per rank): n divisible by p, every printed rank r
+//    on device r mod p, ranks of one block r / p on one host and of different blocks on
+//    different hosts. The hidden lines are assumed to follow the same placement; when any
+//    printed line contradicts it, ranks per node stays unknown.
+std::optional<int> ranks_per_node_from(const std::vector<RankLine>& lines, int n) {
+  std::set<int> indices;
+  for (const auto& l : lines) indices.insert(l.rank);
+  if (static_cast<int>(indices.size()) == n && static_cast<int>(lines.size()) == n) {
+    std::map<std::string, int> per_host;
+    int mx = 0;
+    for (const auto& l : lines) {
+      if (l.host.empty()) return std::nullopt;
+      mx = std::max(mx, ++per_host[l.host]);
+    }
+    return mx;
+  }
+  int p = 0;
+  for (const auto& l : lines) {
+    if (!l.device || l.host.empty()) return std::nullopt;
+    p = std::max(p, *l.device + 1);
+  }
+  if (p <= 0 || n % p != 0) return std::nullopt;
+  std::map<int, std::string> block_host;
+  std::map<std::string, int> host_block;
+  for (const auto& l : lines) {
+    if (*l.device != l.rank % p) return std::nullopt;
+    const int b = l.rank / p;
+    const auto [bh, new_block] = block_host.emplace(b, l.host);
+    const auto [hb, new_host] = host_block.emplace(l.host, b);
+    if ((!new_block && bh->second != l.host) || (!new_host && hb->second != b)) return std::nullopt;
+  }
+  return p;
+}
+
+RankLine parse_rank_line(const std::vector<std::string_view>& tok, int lineno, const std::string& where) {
+  RankLine r;
+  r.line = lineno;
+  const std::uint64_t idx = parse_uint(tok[1], "rank index", where);
+  if (idx >= 100000000) throw ConfigError(where, fmt::format("rank index {}", idx), "a rank index below 100000000");
+  r.rank = static_cast<int>(idx);
+  for (size_t i = 0; i + 1 < tok.size(); ++i) {
+    if (tok[i] == "on" && r.host.empty()) r.host = utf8_or_throw(tok[i + 1], "host name", where);
+    if (tok[i] == "device" && !r.device && starts_with_number(tok[i + 1])) {
+      const std::uint64_t d = parse_uint(tok[i + 1], "device index", where);
+      if (d < 100000) r.device = static_cast<int>(d);
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+std::optional<std::string> collective_from_file_name(const std::string& path) {
+  std::string base = base_name(path);
+  for (char& c : base) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  // "*all_reduce_perf*": the binary name anywhere (longest names first: all_reduce_perf
+  // contains reduce_perf).
   for (const auto& [bin, c] : {std::pair{"all_reduce_perf", "allreduce"}, {"reduce_scatter_perf", "reducescatter"},
                                {"all_gather_perf", "allgather"}, {"broadcast_perf", "broadcast"},
                                {"alltoall_perf", "alltoall"}, {"sendrecv_perf", "sendrecv"}, {"reduce_perf", "reduce"}}) {
-    if (file_coll.empty() && base_name(name).find(bin) != std::string::npos) file_coll = c;
+    if (base.find(bin) != std::string::npos) return std::string(c);
   }
+  // "nccl_allreduce_*", "nccl-all_gather-*", "nccl_bcast.log": "nccl" + '_' or '-', a
+  // collective name, then a separator or the end of the name.
+  for (const char* prefix : {"nccl_", "nccl-"}) {
+    for (size_t p = base.find(prefix); p != std::string::npos; p = base.find(prefix, p + 1)) {
+      const std::string_view rest = std::string_view(base).substr(p + 5);
+      for (const auto& [word, c] :
+           {std::pair{"all_reduce", "allreduce"}, {"allreduce", "allreduce"}, {"reduce_scatter", "reducescatter"},
+            {"reducescatter", "reducescatter"}, {"all_gather", "allgather"}, {"allgather", "allgather"},
+            {"broadcast", "broadcast"}, {"bcast", "broadcast"}, {"all_to_all", "alltoall"}, {"alltoall", "alltoall"},
+            {"sendrecv", "sendrecv"}, {"reduce", "reduce"}}) {
+        const std::string_view w(word);
+        if (rest.starts_with(w) && (rest.size() == w.size() || rest[w.size()] == '_' || rest[w.size()] == '-' ||
+                                    rest[w.size()] == '.')) {
+          return std::string(c);
+        }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<std::vector<BenchRecord>> parse_nccl_tests_runs(std::string_view text, const std::string& name,
+                                                            const ParseOptions& o) {
+  std::optional<std::string> forced = o.collective;
+  if (forced) forced = canonical_or_throw(*forced, "--collective");
+  const std::optional<std::string> file_coll = collective_from_file_name(name);
+  Layout layout;
+  std::vector<Run> runs(1);
+  runs.back().first_line = 1;
+  std::optional<std::string> next_command;  // named after the current run's rows: for the next run
+  int lineno = 0;
+  // A header line of a new run (test starting, nThread, version, a rank line) after the
+  // current run's rows closes that run.
+  const auto header_line = [&] {
+    if (!runs.back().rows.empty()) {
+      runs.emplace_back();
+      runs.back().first_line = lineno;
+      runs.back().command = std::exchange(next_command, std::nullopt);
+    }
+  };
   for (std::string_view raw : split_lines(text)) {
     ++lineno;
     const std::string where = fmt::format("{}:{}", name, lineno);
@@ -192,38 +317,42 @@ std::vector<BenchRecord> parse_nccl_tests_text(std::string_view text, const std:
       constexpr std::string_view kStart = "Collective test starting:";
       if (body.starts_with(kStart)) {
         const std::string c = collective_or_throw(trim(body.substr(kStart.size())), where);
-        if (!o.collective) coll = c;
+        header_line();
+        runs.back().started = c;
         continue;
       }
+      if (body.starts_with("Collective test concluded")) continue;
       const auto tok = tokens(body);
       if (tok.size() >= 6 && tok[0] == "Rank" && tok[2] == "Group") {
-        ++rank_lines;
-        for (size_t i = 0; i + 1 < tok.size(); ++i) {
-          if (tok[i] == "on") {
-            const std::string host = utf8_or_throw(tok[i + 1], "host name", where);
-            hosts.insert(host);
-            ++per_host[host];
-            break;
-          }
-        }
+        header_line();
+        runs.back().ranks.push_back(parse_rank_line(tok, lineno, where));
         continue;
       }
-      if (auto l = layout_from_header(tok)) layout = *l;
+      if (!tok.empty() && (tok[0] == "nThread" || (tok[0] == "nccl-tests" && tok.size() > 1 && tok[1] == "version"))) {
+        header_line();
+        continue;
+      }
+      if (auto l = layout_from_header(tok)) {
+        layout = *l;
+        continue;
+      }
+      if (auto c = collective_in_command(body)) (runs.back().rows.empty() ? runs.back().command : next_command) = c;
       continue;
     }
     const auto tok = tokens(line);
-    if (!starts_with_number(tok[0])) continue;  // launcher or NCCL INFO noise
+    if (!starts_with_number(tok[0])) {  // launcher or NCCL INFO noise, or a command line
+      if (auto c = collective_in_command(line)) (runs.back().rows.empty() ? runs.back().command : next_command) = c;
+      continue;
+    }
     if (tok.size() != layout.columns) {
       throw ConfigError(where, fmt::format("a row of {} columns", tok.size()),
                         fmt::format("{} columns as in the {} (truncated or corrupted row?)", layout.columns,
                                     layout.from_header ? "column header" : "nccl-tests layout"));
     }
-    if (!coll) {
-      if (file_coll.empty()) {
-        throw ConfigError(where, "a result row but no collective named (no '# Collective test starting' line)",
-                          "a log that names its nccl-tests binary, a file named after it, or --collective");
-      }
-      coll = file_coll;
+    Run& run = runs.back();
+    if (!forced && !run.started && !run.command && !file_coll) {
+      throw ConfigError(where, "a result row but no collective named (no '# Collective test starting' line)",
+                        "a log that names its nccl-tests binary, a file named after it, or --collective");
     }
     Pending p;
     p.line = lineno;
@@ -232,14 +361,41 @@ std::vector<BenchRecord> parse_nccl_tests_text(std::string_view text, const std:
     p.time_us = parse_finite(tok[o.in_place ? layout.in_time : layout.time], "time", where);
     p.algbw = parse_finite(tok[o.in_place ? layout.in_algbw : layout.algbw], "algbw", where);
     p.busbw = parse_finite(tok[o.in_place ? layout.in_busbw : layout.busbw], "busbw", where);
-    rows.push_back(std::move(p));
+    run.rows.push_back(std::move(p));
   }
-  if (rows.empty()) {
+  if (runs.size() == 1 && runs.back().rows.empty()) {
     throw ConfigError(name, "no result rows", "an nccl-tests log with at least one row");
   }
-  std::optional<int> ranks;
-  if (rank_lines > 0) ranks = rank_lines;
-  return finish(name, *coll, ranks, rows, hosts, per_host, o, "", "", "nccl-tests", true);
+  std::vector<std::vector<BenchRecord>> out;
+  for (const auto& run : runs) {
+    if (run.rows.empty()) {
+      throw ConfigError(fmt::format("{}:{}", name, run.first_line), "a run header without result rows",
+                        "result rows after every run's header (truncated log?)");
+    }
+    // Priority: --collective, "# Collective test starting", a command line, the file name.
+    const std::string coll = forced ? *forced : run.started ? *run.started : run.command ? *run.command : *file_coll;
+    std::optional<int> ranks, rpn;
+    std::set<std::string> hosts;
+    if (!run.ranks.empty()) {
+      int mx = 0;
+      for (const auto& r : run.ranks) {
+        mx = std::max(mx, r.rank);
+        if (!r.host.empty()) hosts.insert(r.host);
+      }
+      ranks = mx + 1;  // the largest index printed: rank lists may be elided with "..."
+      rpn = ranks_per_node_from(run.ranks, *ranks);
+    }
+    out.push_back(finish(name, coll, ranks, rpn, run.rows, hosts, o, "", "", "nccl-tests", true));
+  }
+  return out;
+}
+
+std::vector<BenchRecord> parse_nccl_tests_text(std::string_view text, const std::string& name, const ParseOptions& o) {
+  std::vector<BenchRecord> out;
+  for (auto& run : parse_nccl_tests_runs(text, name, o)) {
+    for (auto& r : run) out.push_back(std::move(r));
+  }
+  return out;
 }
 
 std::vector<BenchRecord> parse_nccl_tests_json(std::string_view text, const std::string& name, const ParseOptions& o) {
@@ -306,7 +462,9 @@ std::vector<BenchRecord> parse_nccl_tests_json(std::string_view text, const std:
   }
   if (rows.empty()) throw ConfigError(ptr_where("/results"), "an empty results list", "at least one result");
   // JSON values carry 6 decimals (%lf): the logged bandwidths are not re-checked beyond that.
-  auto out = finish(name, coll, ranks, rows, hosts, per_host, o, "", date, "nccl-tests", false);
+  std::optional<int> rpn;
+  for (const auto& [h, c] : per_host) rpn = std::max(rpn.value_or(0), c);
+  auto out = finish(name, coll, ranks, rpn, rows, hosts, o, "", date, "nccl-tests", false);
   for (size_t i = 0; i < out.size(); ++i) {
     const std::string w = ptr_where(fmt::format("/results/{}", i));
     if (std::fabs(rows[i].algbw - out[i].algbw_GBps) > 1e-3 + 1e-3 * out[i].algbw_GBps) {

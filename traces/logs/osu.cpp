@@ -6,6 +6,9 @@
 //   "# OSU MPI Bi-Directional Bandwidth Test" / "# Size  Bandwidth (MB/s)" -> exchange:
 //      osu_bibw reports 2 x size x window / t in MB/s = 1e6 B/s (osu_bibw.c), so one
 //      exchange of `size` each way takes t = 2 x size / (bw x 1e6) s.
+//   "# OSU MPI Bandwidth Test v7.5" / "# Size  Bandwidth (MB/s)" -> stream: osu_bw reports
+//      size x window x iterations / t in MB/s (osu_bw.c: one direction, rank 0 to rank 1), so
+//      the steady-state time of one message is t = size / (bw x 1e6) s.
 //   "# OSU MPI Allreduce|Reduce_scatter|Allgather|Broadcast|Reduce Latency Test",
 //   "# OSU MPI All-to-All Personalized Exchange Latency Test" / "# Size  Avg Latency(us)"
 //      [Min Latency(us) Max Latency(us) Iterations with -f]. Size is per rank: all-reduce,
@@ -26,6 +29,7 @@ namespace {
 std::optional<std::string> osu_collective(std::string_view title) {
   const auto has = [&](std::string_view s) { return title.find(s) != std::string_view::npos; };
   if (has("Bi-Directional Bandwidth")) return "exchange";
+  if (has("MPI Bandwidth Test") || has("MPI-CUDA Bandwidth Test")) return "stream";
   if (has("Allreduce")) return "allreduce";
   if (has("Reduce_scatter")) return "reducescatter";
   if (has("Allgather Latency")) return "allgather";
@@ -43,6 +47,7 @@ const char* to_string(LogFormat f) {
     case LogFormat::nccl_tests_text: return "nccl-tests";
     case LogFormat::nccl_tests_json: return "nccl-tests JSON";
     case LogFormat::osu: return "OSU";
+    case LogFormat::imb: return "IMB";
     case LogFormat::jsonl: return "JSONL records";
   }
   return "?";
@@ -58,6 +63,12 @@ LogFormat detect_format(std::string_view text) {
   }
   for (auto line : split_lines(t)) {
     if (trim(line).starts_with("# OSU")) return LogFormat::osu;
+  }
+  for (auto line : split_lines(t)) {
+    const std::string_view l = trim(line);
+    if (l.starts_with("# Benchmarking ") || l.find("Intel(R) MPI Benchmarks") != std::string_view::npos) {
+      return LogFormat::imb;
+    }
   }
   return LogFormat::nccl_tests_text;
 }
@@ -80,7 +91,7 @@ std::vector<BenchRecord> parse_osu(std::string_view text, const std::string& nam
         const auto c = osu_collective(body);
         if (!c) {
           throw ConfigError(where, fmt::format("unknown collective in '{}'", body),
-                            "an OSU latency, bi-directional bandwidth, allreduce, reduce_scatter, allgather, "
+                            "an OSU latency, bandwidth, bi-directional bandwidth, allreduce, reduce_scatter, allgather, "
                             "broadcast, reduce or all-to-all test");
         }
         if (!o.collective) coll = *c;
@@ -128,7 +139,9 @@ std::vector<BenchRecord> parse_osu(std::string_view text, const std::string& nam
     r.bytes = (*coll == "allgather" || *coll == "alltoall") ? size * static_cast<std::uint64_t>(ranks) : size;
     if (bandwidth) {
       if (value <= 0) throw ConfigError(where, fmt::format("bandwidth '{}'", tok[1]), "a bandwidth > 0");
-      r.time_us = 2.0 * static_cast<double>(size) / (value * 1e6) * 1e6;
+      // osu_bibw counts both directions (2 x size per exchange), osu_bw one (size per message).
+      const double moved = *coll == "stream" ? static_cast<double>(size) : 2.0 * static_cast<double>(size);
+      r.time_us = moved / (value * 1e6) * 1e6;
     } else {
       r.time_us = value;
     }
@@ -146,6 +159,7 @@ std::vector<BenchRecord> parse_log(std::string_view text, const std::string& nam
   switch (detect_format(text)) {
     case LogFormat::nccl_tests_json: return parse_nccl_tests_json(text, name, o);
     case LogFormat::osu: return parse_osu(text, name, o);
+    case LogFormat::imb: return parse_imb(text, name, o);
     case LogFormat::jsonl: {
       std::istringstream in{std::string(text)};
       return read_jsonl(in, name);

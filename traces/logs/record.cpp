@@ -29,10 +29,11 @@ double f_allreduce(int n) { return 2.0 * (n - 1) / n; }
 double f_nm1(int n) { return static_cast<double>(n - 1) / n; }
 double f_one(int) { return 1.0; }
 
-constexpr std::array<CollectiveName, 9> kCollectives{{
+constexpr std::array<CollectiveName, 10> kCollectives{{
     {"allreduce", f_allreduce}, {"reducescatter", f_nm1}, {"allgather", f_nm1},
     {"broadcast", f_one},       {"reduce", f_one},        {"alltoall", f_nm1},
     {"pingpong", f_one},        {"exchange", f_one},      {"sendrecv", f_one},
+    {"stream", f_one},
 }};
 
 const std::array<const char*, 14> kKeys{{"source", "host", "date", "backend", "collective", "algorithm",
@@ -81,6 +82,7 @@ std::optional<std::string> canonical_collective(const std::string& name) {
   }
   if (k == "bibw" || k == "bidirectional") k = "exchange";
   if (k == "latency" || k == "ping") k = "pingpong";
+  if (k == "unidirectional" || k == "uni") k = "stream";
   for (const auto& c : kCollectives) {
     if (k == c.canonical) return std::string(c.canonical);
   }
@@ -88,11 +90,11 @@ std::optional<std::string> canonical_collective(const std::string& name) {
 }
 
 const char* valid_collectives() {
-  return "allreduce, reducescatter, allgather, broadcast, reduce, alltoall, pingpong, exchange, sendrecv";
+  return "allreduce, reducescatter, allgather, broadcast, reduce, alltoall, pingpong, exchange, sendrecv, stream";
 }
 
 bool is_point_to_point(const std::string& collective) {
-  return collective == "pingpong" || collective == "exchange" || collective == "sendrecv";
+  return collective == "pingpong" || collective == "exchange" || collective == "sendrecv" || collective == "stream";
 }
 
 double busbw_factor(const std::string& collective, int ranks) {

@@ -15,6 +15,9 @@
 //   exchange  both ends send `bytes` to each other at once (as osu_bibw, one message each
 //             way): time of one exchange; algbw = bytes / time per direction, busbw = algbw.
 //   sendrecv  nccl-tests sendrecv_perf (ring shift of `bytes`), busbw = algbw.
+//   stream    rank 0 sends back-to-back messages of `bytes` to rank 1, a window of them in
+//             flight (as osu_bw, window 64 by default): steady-state time per message;
+//             algbw = bytes / time, busbw = algbw. Aliases "unidirectional", "uni".
 // Sizes follow nccl-tests (DESIGN 2); algbw = bytes / time in GB/s (1e9 bytes per second).
 #include <nlohmann/json.hpp>
 
@@ -48,7 +51,7 @@ struct BenchRecord {
   bool operator==(const BenchRecord&) const = default;
 };
 
-/// Point-to-point kinds (pingpong, exchange, sendrecv) vs collectives.
+/// Point-to-point kinds (pingpong, exchange, sendrecv, stream) vs collectives.
 bool is_point_to_point(const std::string& collective);
 /// Every collective name a record may carry, comma separated (for error messages).
 const char* valid_collectives();

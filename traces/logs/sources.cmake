@@ -2,4 +2,5 @@ list(APPEND SHARDSIM_TRACES_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/record.cpp
   ${CMAKE_CURRENT_LIST_DIR}/parse_util.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nccl_tests.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/osu.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/osu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/imb.cpp)

@@ -121,7 +121,7 @@ TEST_CASE("corrupted logs fail with the line number, never a wrong record") {
   o.collective = "allscatter";
   CHECK_THROWS_WITH_AS(parse_log(base, "all_reduce_perf_x.txt", o),
                        "--collective: unknown collective 'allscatter'; expected one of allreduce, reducescatter, "
-                       "allgather, broadcast, reduce, alltoall, pingpong, exchange, sendrecv",
+                       "allgather, broadcast, reduce, alltoall, pingpong, exchange, sendrecv, stream",
                        ConfigError);
   CHECK_THROWS_WITH_AS(parse_log("# just a comment\n", "empty.txt"),
                        "empty.txt: no result rows; expected an nccl-tests log with at least one row", ConfigError);

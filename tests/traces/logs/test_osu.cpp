@@ -46,7 +46,7 @@ TEST_CASE("OSU errors carry the line number") {
   CHECK_THROWS_WITH_AS(parse_log("# OSU MPI Latency Test v5\n# Size  Latency (us)\n4 -nan\n", "l.txt"),
                        "l.txt:3: latency '-nan'; expected a finite number >= 0", ConfigError);
   CHECK_THROWS_WITH_AS(parse_log("# OSU MPI Put Latency Test v5\n# Size  Latency (us)\n4 1\n", "p.txt"),
-                       "p.txt:1: unknown collective in 'OSU MPI Put Latency Test v5'; expected an OSU latency, "
+                       "p.txt:1: unknown collective in 'OSU MPI Put Latency Test v5'; expected an OSU latency, bandwidth, "
                        "bi-directional bandwidth, allreduce, reduce_scatter, allgather, broadcast, reduce or all-to-all test",
                        ConfigError);
   // fuzz_logs: a header without a value column let a one-column row read past its tokens.
@@ -54,4 +54,24 @@ TEST_CASE("OSU errors carry the line number") {
                        "l.txt:2: a column header 'Size  Lat (us)' without a value column; expected an OSU column header "
                        "such as '# Size  Latency (us)'",
                        ConfigError);
+}
+
+TEST_CASE("osu_bw (corpus file): one-direction stream, time per message = size / bandwidth (MB/s = 1e6 B/s)") {
+  const std::string path = SHARDSIM_SOURCE_DIR "/tests/data/published/collectives/oci-bmopt336-cpu-2x1-osu-bw.txt";
+  const auto recs = parse_log_file(path);
+  REQUIRE(recs.size() == 1);  // "268435456  12254.16"
+  CHECK(recs[0].collective == "stream");
+  CHECK(is_point_to_point(recs[0].collective));
+  CHECK(recs[0].ranks == 2);
+  CHECK(recs[0].peer == 1);
+  CHECK(recs[0].bytes == 268435456ULL);
+  CHECK(recs[0].dtype == "char");
+  // osu_bw.c: bw = size x window x iterations / t / 1e6, so one message takes size / (bw x 1e6) s,
+  // half of what the same figure means for osu_bibw (both directions counted).
+  CHECK(recs[0].time_us == doctest::Approx(268435456.0 / 12254.16e6 * 1e6));  // 21905.9 us
+  CHECK(recs[0].algbw_GBps == doctest::Approx(12.25416));
+  CHECK(recs[0].busbw_GBps == recs[0].algbw_GBps);
+  const auto bibw = parse_log("# OSU MPI Bi-Directional Bandwidth Test v7.5\n# Size      Bandwidth (MB/s)\n268435456  12254.16\n", "bibw.txt");
+  CHECK(bibw.at(0).time_us == doctest::Approx(2 * recs[0].time_us));
+  CHECK(canonical_collective("unidirectional") == "stream");
 }

@@ -70,7 +70,7 @@ TEST_CASE("record validation names the line and the key") {
   j["collective"] = "allscatter";
   expect_error(line_of(j),
                "f.jsonl:1/collective: unknown collective 'allscatter'; expected one of allreduce, reducescatter, "
-               "allgather, broadcast, reduce, alltoall, pingpong, exchange, sendrecv");
+               "allgather, broadcast, reduce, alltoall, pingpong, exchange, sendrecv, stream");
   j = good;
   j["time_us"] = -1.0;
   expect_error(line_of(j), "f.jsonl:1/time_us: -1; expected a finite number >= 0");
