@@ -37,6 +37,7 @@
 // Complexity: O(ops + tensors) plus one CommModel call per collective.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,8 +46,10 @@
 #include "models/compute/device.hpp"
 #include "models/memory/memory.hpp"
 #include "models/optimizer/optimizer.hpp"
+#include "models/step/executor.hpp"
 #include "models/step/strategy.hpp"
 #include "models/step/workload.hpp"
+#include "sim/time.hpp"
 
 namespace shardsim::step {
 
@@ -58,6 +61,10 @@ class CommModel {
   virtual double time_s(coll::OpKind kind, std::uint64_t size_bytes, const std::vector<int>& group) = 0;
   /// Devices a group may use (ranks 0..devices-1); nullopt = no limit.
   [[nodiscard]] virtual std::optional<std::size_t> devices() const { return std::nullopt; }
+  /// Flow fidelity: a runner of collectives on one network shared by all those in flight,
+  /// used when a step's collectives may overlap (rank_program.hpp). Null (the default): every
+  /// collective is a timer of time_s().
+  virtual std::unique_ptr<CollectiveRunner> concurrent_runner() { return nullptr; }
 };
 
 /// A CommModel from a plain function (tests).
@@ -88,6 +95,9 @@ struct StepConfig {
   bool prefetch = true;             ///< zero3
   bool measured_compute = false;    ///< use WorkOp::measured_s where present
   bool record_timeline = false;
+  /// Fold identical ranks into one representative where exact (rank_program.hpp); false:
+  /// simulate every rank (tests of the folding rule).
+  bool fold = true;
 };
 
 /// Throws ConfigError (where = the flag) for: no optimizer, dp 0, k not dividing N,
@@ -95,9 +105,18 @@ struct StepConfig {
 void validate(const StepConfig& c);
 
 struct Interval {
-  std::string stream;  ///< "compute" or "comm"
+  std::string stream;  ///< "compute" or "comm" (stream 1; "comm N" for stream N >= 2)
   std::string name;
   double start_s = 0, end_s = 0;
+  int rank = 0;              ///< topology device
+  std::uint32_t stream_index = 0;
+};
+
+/// One simulated rank: its own step time and breakdown (as StepResult's).
+struct RankResult {
+  int rank = 0;                ///< topology device (of a fold: the representative)
+  std::uint64_t folded = 1;    ///< ranks it stands for (1: itself; a fold: all of them)
+  double step_time_s = 0, forward_s = 0, backward_s = 0, exposed_comm_s = 0, update_s = 0, comm_s = 0;
 };
 
 struct StepResult {
@@ -114,7 +133,12 @@ struct StepResult {
   memory::MemoryBreakdown memory;
   double hbm_bytes = 0;
   bool fits = true;
-  std::vector<Interval> timeline;  ///< when record_timeline
+  std::vector<Interval> timeline;  ///< when record_timeline, in node order
+  // Every rank (DESIGN 8): the step's devices, the distinct rank graphs executed (1 when
+  // folded), the simulator's events; the headline figures above are those of the slowest
+  // rank (the first of them), which every rank waits for at the next step.
+  std::uint64_t ranks = 1, ranks_simulated = 1, events = 0;
+  std::vector<RankResult> per_rank;
 };
 
 /// Simulates one step. Throws ConfigError for an invalid config or a workload without ops
