@@ -5,6 +5,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 namespace shardsim::sim {
 
 void FlowNetwork::LinkFlows::grow() {
@@ -16,14 +18,72 @@ void FlowNetwork::LinkFlows::grow() {
   cap_ = cap;
 }
 
+FlowNetwork::FlowNetwork(Simulator& sim) : sim_(sim) {
+  clients_.emplace_back().state = Client::State::live;  // kDefaultClient
+}
+
 void FlowNetwork::set_completion_handler(CompletionHandler h) {
+  auto& slot = clients_[kDefaultClient].handler;
   if (!h) {
-    on_complete_ = nullptr;
+    slot = nullptr;
     return;
   }
-  on_complete_ = [h = std::move(h)](std::span<const std::uint64_t> tags) {
+  slot = [h = std::move(h)](std::span<const std::uint64_t> tags) {
     for (auto t : tags) h(t);
   };
+}
+
+FlowNetwork::ClientId FlowNetwork::add_client(BatchCompletionHandler h) {
+  ClientId c;
+  if (!free_clients_.empty()) {
+    c = free_clients_.back();
+    free_clients_.pop_back();
+  } else {
+    if (clients_.size() > (std::uint64_t{1} << (64 - kTagBits)) - 1) {
+      throw std::length_error("flow network: too many clients");
+    }
+    c = static_cast<ClientId>(clients_.size());
+    clients_.emplace_back();
+  }
+  Client& cl = clients_[c];
+  cl.handler = std::move(h);
+  cl.flows = 0;
+  cl.state = Client::State::live;
+  return c;
+}
+
+FlowNetwork::Client& FlowNetwork::live_client(ClientId c) {
+  if (c >= clients_.size() || clients_[c].state != Client::State::live) {
+    throw std::out_of_range(fmt::format("flow network: client {} is not registered", c));
+  }
+  return clients_[c];
+}
+
+void FlowNetwork::remove_client(ClientId c) {
+  if (c == kDefaultClient) throw std::out_of_range("flow network: the default client cannot be removed");
+  live_client(c);
+  if (dispatching_ > 0) {
+    // Its handler may be running: released after the dispatch. Completions of the same batch
+    // that come after this call are dropped (see dispatch()).
+    clients_[c].state = Client::State::zombie;
+    ++zombies_;
+    removals_.push_back(c);
+    return;
+  }
+  clients_[c].state = Client::State::zombie;
+  ++zombies_;
+  release_client(c);
+}
+
+// A zombie (removed) client: handler dropped now; id reused once no flow of it is in flight.
+void FlowNetwork::release_client(ClientId c) {
+  Client& cl = clients_[c];
+  cl.handler = nullptr;
+  if (cl.flows == 0 && cl.state == Client::State::zombie) {
+    cl.state = Client::State::free;
+    --zombies_;
+    free_clients_.push_back(c);
+  }
 }
 
 FlowNetwork::LinkIndex FlowNetwork::add_link(double capacity_Bps) {
@@ -88,17 +148,26 @@ inline FlowNetwork::FlowId FlowNetwork::start_one(std::span<const LinkIndex> rou
   return id;
 }
 
-FlowNetwork::FlowId FlowNetwork::start(std::span<const LinkIndex> route, double bytes, std::uint64_t tag) {
-  const FlowId id = start_one(route, bytes, tag);
+FlowNetwork::FlowId FlowNetwork::start(ClientId c, std::span<const LinkIndex> route, double bytes, std::uint64_t tag) {
+  Client& cl = live_client(c);
+  if (tag > kMaxTag) throw std::out_of_range(fmt::format("flow network: tag {} above kMaxTag", tag));
+  const FlowId id = start_one(route, bytes, std::uint64_t{c} << kTagBits | tag);
+  ++cl.flows;
   if (!settle_pending_) request_settle();
   return id;
 }
 
 // The settle request comes before the flows rather than with the first: starting a flow
 // schedules nothing, so the settle event gets the same sequence number either way.
-void FlowNetwork::start(std::span<const StartRequest> flows) {
+void FlowNetwork::start(ClientId c, std::span<const StartRequest> flows) {
+  Client& cl = live_client(c);
   if (!flows.empty() && !settle_pending_) request_settle();
-  for (const StartRequest& r : flows) start_one(r.route, r.bytes, r.tag);
+  const std::uint64_t hi = std::uint64_t{c} << kTagBits;
+  for (const StartRequest& r : flows) {
+    if (r.tag > kMaxTag) throw std::out_of_range(fmt::format("flow network: tag {} above kMaxTag", r.tag));
+    start_one(r.route, r.bytes, hi | r.tag);
+    ++cl.flows;
+  }
 }
 
 void FlowNetwork::request_settle() {
@@ -168,7 +237,7 @@ void FlowNetwork::settle() {
     free_flows_.push_back(f);
   }
   zero_flows_.clear();
-  if (on_complete_) on_complete_(tags);
+  dispatch(tags);
 }
 
 void FlowNetwork::solve_components() {
@@ -319,9 +388,68 @@ void FlowNetwork::on_timer() {
     dirty_links_.clear();
   }
   arm_timer();
-  if (on_complete_) on_complete_(tags);
+  dispatch(tags);
   tags.clear();
   done_tags_ = std::move(tags);
+}
+
+void FlowNetwork::call(Client& cl, std::span<const std::uint64_t> tags) {
+  cl.flows -= tags.size();
+  if (cl.state == Client::State::live && cl.handler) {
+    ++dispatching_;
+    cl.handler(tags);
+    --dispatching_;
+  }
+}
+
+void FlowNetwork::dispatch(std::vector<std::uint64_t>& tags) {
+  if (tags.empty()) return;
+  const ClientId first = client_of(tags.front());
+  bool one = true;
+  for (std::uint64_t t : tags) {
+    if (client_of(t) != first) {
+      one = false;
+      break;
+    }
+  }
+  if (one) {
+    // The common case (one collective in flight, or one finishing): the batch as it is.
+    if (first != kDefaultClient) {
+      for (std::uint64_t& t : tags) t = tag_of(t);
+    }
+    call(clients_[first], tags);
+  } else {
+    touched_.clear();
+    for (std::uint64_t t : tags) {
+      const ClientId c = client_of(t);
+      auto& batch = clients_[c].batch;
+      if (batch.empty()) touched_.push_back(c);
+      batch.push_back(tag_of(t));
+    }
+    // A handler may add clients (the deque keeps references) but cannot start a dispatch:
+    // dispatches run from this network's own events only.
+    for (ClientId c : touched_) {
+      Client& cl = clients_[c];
+      std::vector<std::uint64_t> batch = std::move(cl.batch);
+      call(cl, batch);
+      batch.clear();
+      clients_[c].batch = std::move(batch);
+    }
+  }
+  if (dispatching_ == 0) {
+    for (ClientId c : removals_) release_client(c);
+    removals_.clear();
+  }
+  // Removed clients whose last flows just completed free their ids.
+  if (zombies_ > 0) {
+    if (one) {
+      if (clients_[first].state == Client::State::zombie) release_client(first);
+    } else {
+      for (ClientId c : touched_) {
+        if (clients_[c].state == Client::State::zombie) release_client(c);
+      }
+    }
+  }
 }
 
 std::uint32_t FlowNetwork::bucket_for(std::int64_t finish_ps) {

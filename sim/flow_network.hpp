@@ -26,10 +26,21 @@
 // ids inline (a ring on a torus puts one flow on each link), and the progressive-filling
 // scratch sits apart from the capacity and the list.
 //
+// Clients (one contention system for everything in flight, as SimGrid's lmm::System): many
+// users share one network, each registered as a client with its own batch completion handler
+// (a CollectiveRun per collective in flight, DESIGN 8). A flow's tag carries its client in the
+// bits above kTagBits; a completion batch is split by client with no extra event: each client
+// with completions at that instant is called once, with its own tags (below kTagBits) in
+// completion order, clients in the order of their first completion in the batch. One client
+// alone sees exactly the calls and events of a network without clients. Client 0 (the default
+// client) is always there: start() without a client and set_(batch_)completion_handler use it.
+//
 // Complexity per change: O(component flows x route length + links x bottleneck levels).
-// Memory: O(links + peak concurrent flows x longest route); flow slots are reused.
+// Memory: O(links + peak concurrent flows x longest route + clients); flow slots and client
+// ids are reused.
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <span>
 #include <unordered_map>
@@ -51,7 +62,18 @@ class FlowNetwork {
   /// (a ring step completes one flow per rank at once). The span is valid during the call.
   using BatchCompletionHandler = std::function<void(std::span<const std::uint64_t> tags)>;
 
-  explicit FlowNetwork(Simulator& sim) : sim_(sim) {}
+  using ClientId = std::uint32_t;
+  /// A client's tags are below 2^kTagBits; the network tag (on_flow_done) is
+  /// client << kTagBits | tag.
+  static constexpr unsigned kTagBits = 40;
+  static constexpr std::uint64_t kMaxTag = (std::uint64_t{1} << kTagBits) - 1;
+  static constexpr ClientId kDefaultClient = 0;
+  [[nodiscard]] static constexpr ClientId client_of(std::uint64_t network_tag) {
+    return static_cast<ClientId>(network_tag >> kTagBits);
+  }
+  [[nodiscard]] static constexpr std::uint64_t tag_of(std::uint64_t network_tag) { return network_tag & kMaxTag; }
+
+  explicit FlowNetwork(Simulator& sim);
   FlowNetwork(const FlowNetwork&) = delete;
   FlowNetwork& operator=(const FlowNetwork&) = delete;
 
@@ -60,14 +82,28 @@ class FlowNetwork {
   [[nodiscard]] std::size_t link_count() const { return links_.size(); }
   [[nodiscard]] double capacity(LinkIndex l) const { return links_[l].capacity; }
 
-  /// Replaces any handler set before (either kind).
+  /// The default client's handler; replaces any handler set before (either kind).
   void set_completion_handler(CompletionHandler h);
-  void set_batch_completion_handler(BatchCompletionHandler h) { on_complete_ = std::move(h); }
+  void set_batch_completion_handler(BatchCompletionHandler h) { clients_[kDefaultClient].handler = std::move(h); }
 
-  /// Starts a flow of `bytes` over `route` now (the route is copied). An empty route or zero
-  /// bytes completes at the current time (after the events already due now). Throws
-  /// std::out_of_range for a link index that is not a link.
-  FlowId start(std::span<const LinkIndex> route, double bytes, std::uint64_t tag);
+  /// Registers a client whose flows' completions come to `h` (may be empty: completions are
+  /// dropped). Ids of removed clients are reused once their flows are done.
+  ClientId add_client(BatchCompletionHandler h);
+  /// Unregisters a client: its flows still in flight run on (they hold their share of the
+  /// links) but their completions are dropped. Safe inside any handler, its own included.
+  /// Throws std::out_of_range for the default client or an id that is not a live client.
+  void remove_client(ClientId c);
+  /// Live clients, the default client included.
+  [[nodiscard]] std::size_t client_count() const { return clients_.size() - free_clients_.size() - zombies_; }
+
+  /// Starts a flow of `bytes` over `route` now for the default client (the route is copied).
+  /// An empty route or zero bytes completes at the current time (after the events already due
+  /// now). Throws std::out_of_range for a link index that is not a link or a tag above kMaxTag.
+  FlowId start(std::span<const LinkIndex> route, double bytes, std::uint64_t tag) {
+    return start(kDefaultClient, route, bytes, tag);
+  }
+  /// start() for client `c`; also throws std::out_of_range when `c` is not a live client.
+  FlowId start(ClientId c, std::span<const LinkIndex> route, double bytes, std::uint64_t tag);
 
   /// What start() takes, for starting many flows at once.
   struct StartRequest {
@@ -77,7 +113,8 @@ class FlowNetwork {
   };
   /// Starts the flows in order, exactly as one start() call each would (same ids, same
   /// events), in one call (a collective step starts one flow per rank at one instant).
-  void start(std::span<const StartRequest> flows);
+  void start(std::span<const StartRequest> flows) { start(kDefaultClient, flows); }
+  void start(ClientId c, std::span<const StartRequest> flows);
 
   [[nodiscard]] std::size_t active_flows() const { return active_; }
   /// Current rate of an active flow (bytes/s); 0 until the next settle.
@@ -91,7 +128,8 @@ class FlowNetwork {
   };
   [[nodiscard]] const Stats& stats() const { return stats_; }
 
-  /// Emitted at completion: tag, start time, end time, bytes. For timelines and statistics.
+  /// Emitted at completion: network tag (client_of / tag_of split it), start time, end time,
+  /// bytes. For timelines and statistics.
   Signal<std::uint64_t, Time, Time, double> on_flow_done;
 
  private:
@@ -175,8 +213,22 @@ class FlowNetwork {
     std::uint32_t epoch = 0;
   };
 
-  // start() without its settle request; forced inline into both start()s.
+  struct Client {
+    BatchCompletionHandler handler;
+    std::uint64_t flows = 0;  // in flight
+    enum class State : std::uint8_t { live, zombie, free } state = State::free;
+    std::vector<std::uint64_t> batch;  // dispatch scratch
+  };
+
+  // start() without its settle request and client checks; `tag` is the network tag; forced
+  // inline into both start()s.
   [[gnu::always_inline]] inline FlowId start_one(std::span<const LinkIndex> route, double bytes, std::uint64_t tag);
+  Client& live_client(ClientId c);  // throws std::out_of_range unless c is live
+  /// Hands a completion batch (network tags, completion order) to the clients; may rewrite
+  /// `tags` in place.
+  void dispatch(std::vector<std::uint64_t>& tags);
+  void call(Client& cl, std::span<const std::uint64_t> tags);
+  void release_client(ClientId c);
   std::span<Hop> route(FlowId f) {
     return {hops_.data() + static_cast<std::size_t>(f) * stride_, flows_[f].hops};
   }
@@ -215,6 +267,12 @@ class FlowNetwork {
   void heap_sift_down(std::uint32_t i);
 
   Simulator& sim_;
+  std::deque<Client> clients_;  // a deque: handlers may add clients while one runs
+  std::vector<ClientId> free_clients_;
+  std::size_t zombies_ = 0;           // removed clients with flows still in flight
+  std::vector<ClientId> touched_;     // dispatch scratch: clients of a batch, first-seen order
+  std::vector<ClientId> removals_;    // remove_client() calls during a dispatch
+  std::uint32_t dispatching_ = 0;
   std::vector<Link> links_;
   std::vector<LinkScratch> scratch_;  // per link
   std::vector<Flow> flows_;
@@ -238,7 +296,6 @@ class FlowNetwork {
   bool timer_armed_ = false;
   std::int64_t timer_ps_ = 0;
   EventId timer_{};
-  BatchCompletionHandler on_complete_;
   Stats stats_;
 };
 

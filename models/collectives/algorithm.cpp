@@ -379,7 +379,7 @@ double lower_bound_s(const topo::Topology& t, const CollectiveOp& op) {
   return 0;
 }
 
-AutoChoice choose_auto(const topo::Topology& t, const CollectiveOp& op, const CostParams& p, bool flow_only) {
+AutoChoice choose_auto(const topo::Topology& t, const CollectiveOp& op, const CostParams& p, [[maybe_unused]] bool flow_only) {
   validate_op(t, op);
   AutoChoice best;
   std::vector<std::pair<std::string, std::string>> lines;  // name, "time" or "n/a (...)"
@@ -393,10 +393,6 @@ AutoChoice choose_auto(const topo::Topology& t, const CollectiveOp& op, const Co
     // direct sends n(n-1) concurrent transfers whose sharing of links between ranks only the
     // flow model sees; its closed form is optimistic wherever paths are shared, so auto uses
     // it only for all-to-all and broadcast (where it is the natural choice).
-    if (flow_only && a->name() == "in-network") {
-      lines.emplace_back(a->name(), "not considered (the flow evaluator has no switch endpoints)");
-      continue;
-    }
     if (a->name() == "direct" && op.kind != OpKind::alltoall && op.kind != OpKind::broadcast) {
       lines.emplace_back(a->name(), "not considered (contention its closed form ignores)");
       continue;

@@ -108,8 +108,8 @@ struct AutoChoice {
 /// order). `why` lists every algorithm that implements the op, in registration order, as
 /// "name: <time>" or "name: n/a (<reason>)", the chosen one marked " (chosen)". Throws
 /// ConfigError when no algorithm applies (the message carries `why`).
-/// `flow_only`: consider only algorithms the flow evaluator can run (it has no switch
-/// endpoints yet, so in-network reduction is left out, and `why` says so).
+/// `flow_only` does not change the choice: the flow evaluator runs every algorithm (switch
+/// endpoints included), so auto picks the same under both fidelities. Kept for callers.
 AutoChoice choose_auto(const topo::Topology& t, const CollectiveOp& op, const CostParams& p, bool flow_only = false);
 
 }  // namespace shardsim::coll

@@ -5,6 +5,9 @@
 // rank-local barrier rule of Step (collective.hpp), per chunk. Reductions take
 // reduce_bytes / reduce_Bps on the receiving rank after its receives of the step.
 //
+// evaluate_flow() is one CollectiveRun (collective_run.hpp) on a private simulator and flow
+// network; runs that share a network (collectives in flight at once) use CollectiveRun.
+//
 // Memory: O(links + ranks x chunks); a Step with repeat=k is replayed k times without being
 // copied. Deterministic: same inputs, same event order, same result.
 #include <cstdint>
@@ -18,7 +21,9 @@
 
 namespace shardsim::coll {
 
-/// One completed transfer, for timelines: group ranks, when its bytes were on the wire.
+/// One completed transfer, for timelines: group ranks, when its bytes were on the wire. A
+/// switch endpoint of in-network reduction is numbered n, n+1, ... (n = group size), in order
+/// of first appearance in the schedule.
 struct TransferRecord {
   std::uint32_t src = 0;
   std::uint32_t dst = 0;

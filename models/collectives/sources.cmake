@@ -1,6 +1,7 @@
 list(APPEND SHARDSIM_MODELS_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/collective.cpp
   ${CMAKE_CURRENT_LIST_DIR}/flow_eval.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/collective_run.cpp
   ${CMAKE_CURRENT_LIST_DIR}/algorithm.cpp
   ${CMAKE_CURRENT_LIST_DIR}/ring.cpp
   ${CMAKE_CURRENT_LIST_DIR}/torus.cpp

@@ -46,15 +46,6 @@ double TopologyComm::time_s(coll::OpKind kind, std::uint64_t size_bytes, const s
   double time = analytical;
   if (f_ == Fidelity::flow && alg != nullptr) {
     const auto schedule = alg->build(t_, op, p_);
-    for (const auto& st : schedule.steps) {
-      for (const auto& x : st.transfers) {
-        if (x.src_is_node || x.dst_is_node) {
-          throw ConfigError("--fidelity",
-                            fmt::format("flow with algorithm '{}', whose transfers end in a switch", alg->name()),
-                            "--fidelity analytical (the flow evaluator has no switch endpoints yet)");
-        }
-      }
-    }
     coll::FlowOptions fo;
     fo.cost = p_;
     time = coll::evaluate_flow(t_, op, schedule, fo).time_s;

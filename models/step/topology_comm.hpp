@@ -9,8 +9,8 @@
 // This is the computation of `shardsim collective` (analysis/commands/collective_run.cpp) with
 // default CostParams: a collective of g ranks costs the same here as `shardsim collective
 // --ranks g` on the same topology, algorithm and fidelity (tests/models/step/
-// test_step_trace.cpp pins it). Flow fidelity rejects, as `collective` does, an algorithm
-// whose transfers end in a switch (the flow evaluator has no switch endpoints).
+// test_step_trace.cpp pins it). Flow fidelity runs in-network reduction too (switch
+// endpoints, collective_run.hpp), so auto picks the same algorithm at both fidelities.
 // Not thread safe (memo, Topology route cache): one instance per thread.
 #include <map>
 #include <string>

@@ -166,3 +166,137 @@ TEST_CASE("a route naming a link that does not exist is refused before anything 
   f.sim.run();
   CHECK(f.done_at.at(2) == doctest::Approx(1e-3).epsilon(1e-9));
 }
+
+// Clients: one contention system, completions dispatched per client with no extra event.
+
+TEST_CASE("a registered client alone sees exactly what the default client sees") {
+  // Same flows through the default client and through an added one: same batches (local
+  // tags), same event trace.
+  auto run = [](bool own_client) {
+    Simulator sim;
+    sim.enable_fingerprint();
+    FlowNetwork net(sim);
+    auto a = net.add_link(1e9);
+    auto b = net.add_link(2e9);
+    const std::vector<FlowNetwork::LinkIndex> r1{a}, r2{a, b}, r3{b};
+    std::vector<std::vector<std::uint64_t>> batches;
+    auto h = [&](std::span<const std::uint64_t> tags) { batches.emplace_back(tags.begin(), tags.end()); };
+    FlowNetwork::ClientId c = FlowNetwork::kDefaultClient;
+    if (own_client) {
+      c = net.add_client(h);
+    } else {
+      net.set_batch_completion_handler(h);
+    }
+    const std::vector<FlowNetwork::StartRequest> req{{r1, 1e6, 11}, {r2, 1e6, 12}, {r3, 3e6, 13}, {r1, 0, 14}};
+    net.start(c, req);
+    sim.schedule_at(Time::from_us(100), [&] { net.start(c, r2, 5e5, 15); });
+    sim.run();
+    return std::make_tuple(batches, sim.fingerprint(), sim.event_count());
+  };
+  const auto def = run(false), own = run(true);
+  CHECK(std::get<0>(def).size() >= 3);
+  CHECK(std::get<0>(def) == std::get<0>(own));
+  CHECK(std::get<1>(def) == std::get<1>(own));
+  CHECK(std::get<2>(def) == std::get<2>(own));
+}
+
+TEST_CASE("clients share links max-min and each gets its own completions, once per instant") {
+  // Clients A and B each put one 1 MB flow on a 1 GB/s link: 0.5 GB/s each, both end at 2 ms,
+  // in one timer event. A's and B's handlers are each called once, with their own tags.
+  Simulator sim;
+  FlowNetwork net(sim);
+  auto l = net.add_link(1e9);
+  const std::vector<FlowNetwork::LinkIndex> r{l};
+  std::vector<std::pair<char, std::vector<std::uint64_t>>> calls;
+  std::vector<double> when;
+  const auto ca = net.add_client([&](std::span<const std::uint64_t> tags) {
+    calls.emplace_back('A', std::vector<std::uint64_t>(tags.begin(), tags.end()));
+    when.push_back(sim.now().to_seconds());
+  });
+  const auto cb = net.add_client([&](std::span<const std::uint64_t> tags) {
+    calls.emplace_back('B', std::vector<std::uint64_t>(tags.begin(), tags.end()));
+    when.push_back(sim.now().to_seconds());
+  });
+  CHECK(ca != cb);
+  CHECK(net.client_count() == 3);
+  std::vector<std::uint64_t> flow_tags;
+  net.on_flow_done.connect([&](std::uint64_t tag, Time, Time, double) { flow_tags.push_back(tag); });
+  net.start(cb, r, 1e6, 7);  // B's flow gets the lower flow id: it completes first
+  net.start(ca, r, 1e6, 7);  // same local tag, other client
+  net.start(ca, r, 0, FlowNetwork::kMaxTag);
+  sim.run();
+  REQUIRE(calls.size() == 3);
+  // The zero-byte flow completes at the settle, alone; then one batch per client, B first
+  // (its completion comes first in flow-id order).
+  CHECK(calls[0] == std::make_pair('A', std::vector<std::uint64_t>{FlowNetwork::kMaxTag}));
+  CHECK(calls[1] == std::make_pair('B', std::vector<std::uint64_t>{7}));
+  CHECK(calls[2] == std::make_pair('A', std::vector<std::uint64_t>{7}));
+  CHECK(when[1] == doctest::Approx(2e-3).epsilon(1e-9));
+  CHECK(when[2] == when[1]);
+  // The signal carries network tags: client in the high bits.
+  REQUIRE(flow_tags.size() == 3);
+  CHECK(FlowNetwork::client_of(flow_tags[1]) == cb);
+  CHECK(FlowNetwork::tag_of(flow_tags[1]) == 7);
+  CHECK(FlowNetwork::client_of(flow_tags[2]) == ca);
+}
+
+TEST_CASE("a removed client's flows keep their share, their completions are dropped, its id comes back after") {
+  // A: 2 MB, B: 1 MB on a 1 GB/s link. B is removed at 1 ms; its flow still shares the link
+  // until it ends at 2 ms, so A still ends at 3 ms (as in the two-flow case above).
+  Simulator sim;
+  FlowNetwork net(sim);
+  auto l = net.add_link(1e9);
+  const std::vector<FlowNetwork::LinkIndex> r{l};
+  double a_done = 0;
+  int b_calls = 0;
+  const auto ca = net.add_client([&](std::span<const std::uint64_t>) { a_done = sim.now().to_seconds(); });
+  const auto cb = net.add_client([&](std::span<const std::uint64_t>) { ++b_calls; });
+  net.start(ca, r, 2e6, 1);
+  net.start(cb, r, 1e6, 2);
+  sim.schedule_at(Time::from_ms(1), [&] {
+    net.remove_client(cb);
+    CHECK(net.client_count() == 2);
+    // Not reusable while its flow is in flight.
+    const auto c = net.add_client(nullptr);
+    CHECK(c != cb);
+    net.remove_client(c);
+  });
+  sim.run();
+  CHECK(b_calls == 0);
+  CHECK(a_done == doctest::Approx(3e-3).epsilon(1e-9));
+  const auto again = net.add_client(nullptr);
+  CHECK(again == cb);  // freed last (when its flow ended), reused first
+  CHECK(net.client_count() == 3);
+}
+
+TEST_CASE("a client may remove itself inside its handler") {
+  Simulator sim;
+  FlowNetwork net(sim);
+  auto l = net.add_link(1e9);
+  const std::vector<FlowNetwork::LinkIndex> r{l};
+  int calls = 0;
+  FlowNetwork::ClientId self = 0;
+  self = net.add_client([&](std::span<const std::uint64_t> tags) {
+    ++calls;
+    CHECK(tags.size() == 2);
+    net.remove_client(self);
+  });
+  net.start(self, r, 1e6, 1);
+  net.start(self, r, 1e6, 2);
+  sim.run();
+  CHECK(calls == 1);
+  CHECK(net.client_count() == 1);
+  CHECK_THROWS_AS(net.start(self, r, 1e6, 3), std::out_of_range);
+}
+
+TEST_CASE("bad client calls are refused") {
+  Simulator sim;
+  FlowNetwork net(sim);
+  auto l = net.add_link(1e9);
+  const std::vector<FlowNetwork::LinkIndex> r{l};
+  CHECK_THROWS_WITH_AS(net.start(5, r, 1e6, 1), "flow network: client 5 is not registered", std::out_of_range);
+  CHECK_THROWS_WITH_AS(net.remove_client(FlowNetwork::kDefaultClient),
+                       "flow network: the default client cannot be removed", std::out_of_range);
+  CHECK_THROWS_AS(net.start(r, 1e6, FlowNetwork::kMaxTag + 1), std::out_of_range);
+  CHECK(net.active_flows() == 0);
+}
