@@ -124,6 +124,7 @@ void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm,
   const std::uint64_t R = p.ranks();
   const auto& ops = p.ops();
   const auto& roles = p.roles();
+  sim::Simulator sim;  // before the runner, whose network and runs refer to it
   auto runner = comm.concurrent_runner();
 
   // Collective times: rank 0's instances first, in program order (the order the former list
@@ -211,7 +212,7 @@ void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm,
   // Timers where collectives cannot overlap; the concurrent runner (flow) where they can.
   CollectiveRunner* use = runner && !collectives_serialised(g) ? runner.get() : nullptr;
   Executor ex(g, use);
-  const ExecResult res = ex.run();
+  const ExecResult res = ex.run(sim);
 
   // Per-rank figures (sums in node order, as the former list scheduler summed them).
   std::vector<RankResult> pr(S);
