@@ -18,8 +18,9 @@
 // of the graph.
 //
 // Complexity: O(nodes + deps + stream memberships) plus one simulator event per timer.
-// Throws ConfigError naming a node that never ran (a deadlock: only possible for a graph
-// that skipped TaskGraph::validate, e.g. a send and recv waiting on each other).
+// Throws ConfigError naming a node that never ran: a deadlock that TaskGraph::validate does
+// not see (it checks dependencies and stream order, not the send/recv rendezvous), e.g. two
+// ranks that each post a recv before their send to the other on one stream.
 #include <cstdint>
 #include <functional>
 #include <memory>

@@ -48,15 +48,6 @@ std::uint32_t RankProgram::push(ProgramOp o, std::span<const std::uint32_t> deps
   return static_cast<std::uint32_t>(ops_.size() - 1);
 }
 
-std::uint32_t RankProgram::compute(NodePhase phase, double duration_s, std::initializer_list<std::uint32_t> deps,
-                                   std::string name) {
-  ProgramOp o;
-  o.phase = phase;
-  o.duration_s = duration_s;
-  o.name = std::move(name);
-  return push(std::move(o), std::span<const std::uint32_t>(deps.begin(), deps.size()));
-}
-
 std::uint32_t RankProgram::compute(NodePhase phase, double duration_s, const std::vector<std::uint32_t>& deps,
                                    std::string name) {
   ProgramOp o;

@@ -60,7 +60,6 @@ class RankProgram {
   explicit RankProgram(std::uint64_t ranks) : ranks_(ranks) {}
   std::uint32_t add_role(GroupRole r);
   /// Compute op on stream 0. deps: earlier ops of the program.
-  std::uint32_t compute(NodePhase phase, double duration_s, std::initializer_list<std::uint32_t> deps, std::string name = {});
   std::uint32_t compute(NodePhase phase, double duration_s, const std::vector<std::uint32_t>& deps, std::string name = {});
   /// Collective on the rank's group of `role`, on stream `stream` (>= 1).
   std::uint32_t collective(std::uint32_t role, std::uint32_t stream, coll::OpKind op, std::uint64_t size_bytes,

@@ -1,12 +1,18 @@
 #pragma once
-// The training-step model (DESIGN 5): one data-parallel step of a workload on a device and
-// a topology, under a weight-update strategy. All replicas are symmetric, so the model runs
-// rank 0's two streams (compute, communication) as a list schedule:
-//  - compute ops take their roofline time (or their measured time), in trace order;
+// The training-step model (DESIGN 5, 8): one data-parallel step of a workload on a device and
+// a topology, under a weight-update strategy. The strategy's graph builder
+// (graph_builders.hpp) emits one rank's program; every rank of the step (devices 0..dp-1)
+// runs it as a task graph on one event-driven executor (rank_program.hpp, executor.hpp),
+// folded into one representative where that is exact. On each rank:
+//  - compute ops take their roofline time (or their measured time), in trace order, on the
+//    compute stream;
 //  - collectives are issued on the communication stream when their data is ready and run
-//    one after another (FIFO); their durations come from a CommModel (the collectives layer
-//    on the actual topology and group);
+//    one after another (FIFO); a collective of a group starts when every member has reached
+//    it; its duration comes from a CommModel (the collectives layer on the actual topology
+//    and group), or at flow fidelity, where collectives may overlap, from a run on one
+//    shared flow network;
 //  - a compute op that needs gathered weights waits for its all-gather.
+// The headline figures are the slowest rank's; per_rank has every simulated rank's.
 // Breakdown: forward_s and backward_s are pure compute (recomputation counts as backward);
 // exposed_comm_s is the time the compute stream waits for communication (before, inside and
 // after backward); update_s is the optimizer pass. step_time_s = forward + backward +
@@ -34,7 +40,8 @@
 // Gradient accumulation runs forward/backward grad_accum times; gradients are communicated
 // once (zero3: reduce-scattered every micro-batch). Activation checkpointing keeps only each
 // unit's input and recomputes the unit's forward before its backward.
-// Complexity: O(ops + tensors) plus one CommModel call per collective.
+// Complexity: O(ops + tensors) per simulated rank plus one CommModel call per collective and
+// group instance.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -123,7 +130,7 @@ struct StepResult {
   std::string strategy;
   double step_time_s = 0, forward_s = 0, backward_s = 0, exposed_comm_s = 0, update_s = 0;
   double comm_s = 0;               ///< sum of collective durations (overlapped or not)
-  double comm_bytes = 0;           ///< bytes rank 0 sends: S x busbw factor per collective
+  double comm_bytes = 0;           ///< bytes rank 0 sends: S x busbw factor per collective of rank 0
   std::uint64_t collectives = 0;
   double model_flops = 0;          ///< per device per step (no recomputation)
   double mfu = 0;                  ///< model_flops / (step_time x peak of the math type)

@@ -67,3 +67,43 @@ TEST_CASE("two groups on disjoint links take exactly their isolated time") {
   CHECK(both.a == Time::from_seconds(flow.time_s(coll::OpKind::allreduce, S, {0, 1, 2, 3})));
   CHECK(both.b == Time::from_seconds(flow.time_s(coll::OpKind::allreduce, S, {4, 5, 6, 7})));
 }
+
+TEST_CASE("a sharded step at flow fidelity: the two subgroups' collectives share the bus") {
+  // dp 8, k 4: subgroups {0-3} and {4-7}, so the step is not folded (two instances of each
+  // subgroup collective, which may overlap on the shared network). Both subgroups all-gather
+  // their first deferred buffer at step start, together: each takes twice its isolated time.
+  const auto bus = topo::make_topology("bus:n=8,bw=1GB/s,lat=0s", "t");
+  step::Workload w;
+  w.name = "two-units";
+  w.units = 2;
+  w.ops = {{step::OpPhase::forward, 0, 1e9, 0, 0, {}}, {step::OpPhase::forward, 1, 1e9, 0, 0, {}},
+           {step::OpPhase::backward, 1, 2e9, 0, 0, {}}, {step::OpPhase::backward, 0, 2e9, 0, 0, {}}};
+  w.params = {{"u0.w", 1000000, 0, 0, 0}, {"u1.w", 1000000, 1, 0, 0}};
+  compute::Device dev;
+  dev.name = "toy";
+  dev.peak_flops[compute::MathType::bf16] = 1e12;
+  dev.hbm_Bps = 1e12;
+  dev.hbm_bytes = 1ULL << 40;
+  step::StepConfig c;
+  c.strategy = step::Strategy::sharded;
+  c.optimizer = &opt::find_optimizer("adam", "t");
+  c.dp = 8;
+  c.shard_group = 4;
+  c.bucket_bytes = 2000000;  // one buffer per unit: 10^6 bf16 weights, 2 MB
+  c.record_timeline = true;
+  step::TopologyComm comm(bus, step::Fidelity::flow, "ring");
+  const auto r = step::simulate_step(w, dev, c, comm);
+  CHECK(r.ranks_simulated == 8);
+  const double alone = comm.time_s(coll::OpKind::allgather, 2000000, {0, 1, 2, 3});
+  CHECK(alone == doctest::Approx(3.0 * 2e6 / 1e9).epsilon(1e-9));  // (n-1) steps of S/B
+  bool found = false;
+  for (const auto& i : r.timeline) {
+    if (i.rank == 0 && i.stream == "comm") {  // rank 0's first collective: the deferred all-gather
+      CHECK(i.start_s == 0.0);
+      CHECK(std::abs((i.end_s - i.start_s) - 2 * alone) <= 3e-12);
+      found = true;
+      break;
+    }
+  }
+  CHECK(found);
+}
