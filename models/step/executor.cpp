@@ -29,7 +29,7 @@ Executor::Executor(const TaskGraph& g, CollectiveRunner* runner) : g_(g), runner
       ++count[static_cast<std::size_t>(q)];
     };
     if (n.kind == NodeKind::collective) {
-      for (const int r : g.groups()[n.group].ranks) add(r);
+      for (const int r : g.simulated_members(n.group)) add(r);
     } else {
       add(n.rank);
     }
@@ -136,9 +136,7 @@ void Executor::emit(const Signal<NodeId, int, std::uint32_t, Time>& s, NodeId n,
     s(n, node.rank, node.stream, t);
     return;
   }
-  for (const int r : g_.groups()[node.group].ranks) {
-    if (g_.rank_index(r) >= 0) s(n, r, node.stream, t);
-  }
+  for (const int r : g_.simulated_members(node.group)) s(n, r, node.stream, t);
 }
 
 void Executor::launch(NodeId n) {

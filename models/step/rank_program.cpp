@@ -89,10 +89,7 @@ bool collectives_serialised(const TaskGraph& g) {
   for (NodeId i = 0; i < g.size(); ++i) {
     const auto& n = g.node(i);
     if (n.kind != NodeKind::collective || g.groups()[n.group].ranks.size() <= 1) continue;
-    std::vector<int> sim;
-    for (const int r : g.groups()[n.group].ranks) {
-      if (g.rank_index(r) >= 0) sim.push_back(r);
-    }
+    std::vector<int> sim = g.simulated_members(n.group);
     std::sort(sim.begin(), sim.end());
     if (first) {
       common = std::move(sim);
@@ -214,10 +211,7 @@ void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm,
       fn(static_cast<std::size_t>(g.rank_index(node.rank)));
       return;
     }
-    for (const int m : g.groups()[node.group].ranks) {
-      const int ri = g.rank_index(m);
-      if (ri >= 0) fn(static_cast<std::size_t>(ri));
-    }
+    for (const int m : g.simulated_members(node.group)) fn(static_cast<std::size_t>(g.rank_index(m)));
   };
   r.comm_s = 0;
   r.comm_bytes = 0;

@@ -20,6 +20,10 @@ TaskGraph::TaskGraph(std::vector<int> ranks, std::uint32_t streams) : ranks_(std
 }
 
 std::uint32_t TaskGraph::add_group(ProcessGroup g) {
+  auto& m = sim_members_.emplace_back();
+  for (const int r : g.ranks) {
+    if (rank_index(r) >= 0) m.push_back(r);
+  }
   groups_.push_back(std::move(g));
   return static_cast<std::uint32_t>(groups_.size() - 1);
 }
@@ -189,7 +193,7 @@ void TaskGraph::validate(std::size_t topology_devices) const {
   for (NodeId i = 0; i < nn; ++i) {
     for (const NodeId d : deps(i)) preds[i].push_back(d);
     if (nodes_[i].kind == NodeKind::collective) {
-      for (const int r : groups_[nodes_[i].group].ranks) on_stream(i, r);
+      for (const int r : sim_members_[nodes_[i].group]) on_stream(i, r);
     } else {
       on_stream(i, nodes_[i].rank);
     }

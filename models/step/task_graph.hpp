@@ -86,6 +86,9 @@ class TaskGraph {
     return {deps_.data() + nodes_[n].deps_begin, nodes_[n].deps_end - nodes_[n].deps_begin};
   }
   [[nodiscard]] const std::vector<ProcessGroup>& groups() const { return groups_; }
+  /// The members of group `g` that the graph simulates, as topology devices in group order
+  /// (computed once per group: a folded step's groups have hundreds of members, one simulated).
+  [[nodiscard]] const std::vector<int>& simulated_members(std::uint32_t g) const { return sim_members_[g]; }
   [[nodiscard]] const std::vector<int>& ranks() const { return ranks_; }
   [[nodiscard]] std::uint32_t streams() const { return streams_; }
   [[nodiscard]] std::size_t size() const { return nodes_.size(); }
@@ -105,6 +108,7 @@ class TaskGraph {
   std::vector<TaskNode> nodes_;
   std::vector<NodeId> deps_;
   std::vector<ProcessGroup> groups_;
+  std::vector<std::vector<int>> sim_members_;
   std::vector<std::string> names_{std::string()};
 };
 
