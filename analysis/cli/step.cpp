@@ -223,6 +223,9 @@ json run_step_flags(const json& flags, std::vector<step::Interval>* timeline) {
   out["comm_bytes"] = r.comm_bytes;
   out["collectives"] = r.collectives;
   out["collective_evaluations"] = comm.evaluations();
+  out["ranks"] = r.ranks;                      // devices in the step
+  out["ranks_simulated"] = r.ranks_simulated;  // distinct rank graphs executed (1: folded)
+  out["events"] = r.events;
   out["samples_per_s"] = r.fits ? json(static_cast<double>(batch * c.grad_accum * c.dp) / r.step_time_s) : json(nullptr);
   out["padding_elements"] = r.padding_elements;
   out["padding_fraction"] = r.padding_fraction;
@@ -310,15 +313,26 @@ json to_flags(const StepCliOptions& o, CLI::App* sub) {
   return f;
 }
 
-void write_timeline(const std::vector<step::Interval>& iv, const json& config, const std::string& path) {
+// One track group (pid) per simulated rank, its streams as threads; a folded representative
+// is labelled with the ranks it stands for.
+void write_timeline(const std::vector<step::Interval>& iv, const json& result, const std::string& path) {
   analysis::ChromeTrace t;
-  t.process(0, "rank 0", 0);
-  t.thread(0, 0, "compute");
-  t.thread(0, 1, "communication");
+  const auto ranks = result.at("ranks").get<std::uint64_t>();
+  const bool folded = result.at("ranks_simulated").get<std::uint64_t>() == 1 && ranks > 1;
+  std::vector<std::pair<int, std::uint32_t>> seen;
   for (const auto& i : iv) {
-    t.slice(0, i.stream == "compute" ? 0 : 1, i.name, i.stream, Time::from_seconds(i.start_s), Time::from_seconds(i.end_s));
+    if (std::find(seen.begin(), seen.end(), std::make_pair(i.rank, i.stream_index)) != seen.end()) continue;
+    if (std::none_of(seen.begin(), seen.end(), [&](const auto& x) { return x.first == i.rank; })) {
+      t.process(i.rank, folded ? fmt::format("rank {} (folded: ranks 0-{})", i.rank, ranks - 1) : fmt::format("rank {}", i.rank),
+                i.rank);
+    }
+    seen.emplace_back(i.rank, i.stream_index);
+    t.thread(i.rank, static_cast<int>(i.stream_index), i.stream_index == 0 ? "compute" : i.stream_index == 1 ? "communication" : i.stream);
   }
-  t.metadata("config", config);
+  for (const auto& i : iv) {
+    t.slice(i.rank, static_cast<int>(i.stream_index), i.name, i.stream, Time::from_seconds(i.start_s), Time::from_seconds(i.end_s));
+  }
+  t.metadata("config", result.at("config"));
   analysis::write_file(path, t.str(), "--timeline");
 }
 
@@ -353,12 +367,12 @@ void setup_step(CLI::App& root) {
   auto o = std::make_shared<StepCliOptions>();
   auto* sub = root.add_subcommand("step", "One data-parallel training step: breakdown, memory, MFU");
   add_step_options(sub, *o);
-  sub->add_option("--timeline", o->timeline, "Write a Perfetto/Chrome trace of rank 0's streams");
+  sub->add_option("--timeline", o->timeline, "Write a Perfetto/Chrome trace: one track group per rank, streams as threads");
   sub->callback([o, sub] {
     const json flags = to_flags(*o, sub);
     std::vector<step::Interval> tl;
     const json r = run_step_flags(flags, o->timeline.empty() ? nullptr : &tl);
-    if (!o->timeline.empty()) write_timeline(tl, r.at("config"), o->timeline);
+    if (!o->timeline.empty()) write_timeline(tl, r, o->timeline);
     if (o->json_out) std::cout << r.dump(2) << "\n";
     else fmt::print("{}", describe_step(r));
   });

@@ -1,12 +1,18 @@
 #pragma once
-// The training-step model (DESIGN 5): one data-parallel step of a workload on a device and
-// a topology, under a weight-update strategy. All replicas are symmetric, so the model runs
-// rank 0's two streams (compute, communication) as a list schedule:
-//  - compute ops take their roofline time (or their measured time), in trace order;
+// The training-step model (DESIGN 5, 8): one data-parallel step of a workload on a device and
+// a topology, under a weight-update strategy. The strategy's graph builder
+// (graph_builders.hpp) emits one rank's program; every rank of the step (devices 0..dp-1)
+// runs it as a task graph on one event-driven executor (rank_program.hpp, executor.hpp),
+// folded into one representative where that is exact. On each rank:
+//  - compute ops take their roofline time (or their measured time), in trace order, on the
+//    compute stream;
 //  - collectives are issued on the communication stream when their data is ready and run
-//    one after another (FIFO); their durations come from a CommModel (the collectives layer
-//    on the actual topology and group);
+//    one after another (FIFO); a collective of a group starts when every member has reached
+//    it; its duration comes from a CommModel (the collectives layer on the actual topology
+//    and group), or at flow fidelity, where collectives may overlap, from a run on one
+//    shared flow network;
 //  - a compute op that needs gathered weights waits for its all-gather.
+// The headline figures are the slowest rank's; per_rank has every simulated rank's.
 // Breakdown: forward_s and backward_s are pure compute (recomputation counts as backward);
 // exposed_comm_s is the time the compute stream waits for communication (before, inside and
 // after backward); update_s is the optimizer pass. step_time_s = forward + backward +
@@ -34,9 +40,11 @@
 // Gradient accumulation runs forward/backward grad_accum times; gradients are communicated
 // once (zero3: reduce-scattered every micro-batch). Activation checkpointing keeps only each
 // unit's input and recomputes the unit's forward before its backward.
-// Complexity: O(ops + tensors) plus one CommModel call per collective.
+// Complexity: O(ops + tensors) per simulated rank plus one CommModel call per collective and
+// group instance.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,8 +53,10 @@
 #include "models/compute/device.hpp"
 #include "models/memory/memory.hpp"
 #include "models/optimizer/optimizer.hpp"
+#include "models/step/executor.hpp"
 #include "models/step/strategy.hpp"
 #include "models/step/workload.hpp"
+#include "sim/time.hpp"
 
 namespace shardsim::step {
 
@@ -58,6 +68,10 @@ class CommModel {
   virtual double time_s(coll::OpKind kind, std::uint64_t size_bytes, const std::vector<int>& group) = 0;
   /// Devices a group may use (ranks 0..devices-1); nullopt = no limit.
   [[nodiscard]] virtual std::optional<std::size_t> devices() const { return std::nullopt; }
+  /// Flow fidelity: a runner of collectives on one network shared by all those in flight,
+  /// used when a step's collectives may overlap (rank_program.hpp). Null (the default): every
+  /// collective is a timer of time_s().
+  virtual std::unique_ptr<CollectiveRunner> concurrent_runner() { return nullptr; }
 };
 
 /// A CommModel from a plain function (tests).
@@ -88,6 +102,9 @@ struct StepConfig {
   bool prefetch = true;             ///< zero3
   bool measured_compute = false;    ///< use WorkOp::measured_s where present
   bool record_timeline = false;
+  /// Fold identical ranks into one representative where exact (rank_program.hpp); false:
+  /// simulate every rank (tests of the folding rule).
+  bool fold = true;
 };
 
 /// Throws ConfigError (where = the flag) for: no optimizer, dp 0, k not dividing N,
@@ -95,16 +112,25 @@ struct StepConfig {
 void validate(const StepConfig& c);
 
 struct Interval {
-  std::string stream;  ///< "compute" or "comm"
+  std::string stream;  ///< "compute" or "comm" (stream 1; "comm N" for stream N >= 2)
   std::string name;
   double start_s = 0, end_s = 0;
+  int rank = 0;              ///< topology device
+  std::uint32_t stream_index = 0;
+};
+
+/// One simulated rank: its own step time and breakdown (as StepResult's).
+struct RankResult {
+  int rank = 0;                ///< topology device (of a fold: the representative)
+  std::uint64_t folded = 1;    ///< ranks it stands for (1: itself; a fold: all of them)
+  double step_time_s = 0, forward_s = 0, backward_s = 0, exposed_comm_s = 0, update_s = 0, comm_s = 0;
 };
 
 struct StepResult {
   std::string strategy;
   double step_time_s = 0, forward_s = 0, backward_s = 0, exposed_comm_s = 0, update_s = 0;
   double comm_s = 0;               ///< sum of collective durations (overlapped or not)
-  double comm_bytes = 0;           ///< bytes rank 0 sends: S x busbw factor per collective
+  double comm_bytes = 0;           ///< bytes rank 0 sends: S x busbw factor per collective of rank 0
   std::uint64_t collectives = 0;
   double model_flops = 0;          ///< per device per step (no recomputation)
   double mfu = 0;                  ///< model_flops / (step_time x peak of the math type)
@@ -114,7 +140,12 @@ struct StepResult {
   memory::MemoryBreakdown memory;
   double hbm_bytes = 0;
   bool fits = true;
-  std::vector<Interval> timeline;  ///< when record_timeline
+  std::vector<Interval> timeline;  ///< when record_timeline, in node order
+  // Every rank (DESIGN 8): the step's devices, the distinct rank graphs executed (1 when
+  // folded), the simulator's events; the headline figures above are those of the slowest
+  // rank (the first of them), which every rank waits for at the next step.
+  std::uint64_t ranks = 1, ranks_simulated = 1, events = 0;
+  std::vector<RankResult> per_rank;
 };
 
 /// Simulates one step. Throws ConfigError for an invalid config or a workload without ops

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "models/collectives/collective_run.hpp"
 #include "models/collectives/flow_eval.hpp"
 #include "sim/error.hpp"
 
@@ -17,6 +18,73 @@ TopologyComm::TopologyComm(const topo::Topology& t, Fidelity f, std::string algo
                            std::uint32_t element_bytes)
     : t_(t), f_(f), algorithm_(std::move(algorithm)), p_(p), element_bytes_(element_bytes) {}
 
+const coll::Algorithm* TopologyComm::resolve(const coll::CollectiveOp& op, double& analytical_s) const {
+  if (algorithm_ == "auto") {
+    const auto choice = coll::choose_auto(t_, op, p_, f_ == Fidelity::flow);
+    analytical_s = choice.cost.time_s;
+    return choice.algorithm;
+  }
+  const auto* alg = &coll::find_algorithm(algorithm_, op.kind, "--algorithm");
+  if (auto why = alg->unsupported(t_, op)) {
+    throw ConfigError("--algorithm", fmt::format("{} cannot run {} here: {}", alg->name(), coll::to_string(op.kind), *why),
+                      "an algorithm that applies to this topology and group (or auto)");
+  }
+  analytical_s = alg->analytical(t_, op, p_).time_s;
+  return alg;
+}
+
+// Collectives in flight on one network of the topology's links. Schedules are built once per
+// (kind, size, group) and kept (a run refers to its op and schedule); runs are kept until the
+// runner goes.
+class FlowRunner final : public CollectiveRunner {
+ public:
+  explicit FlowRunner(const TopologyComm& c) : c_(c) {}
+  void start(sim::Simulator& sim, const TaskGraph& g, NodeId n, std::function<void(Time)> done) override {
+    const auto& node = g.node(n);
+    const auto& group = g.groups()[node.group].ranks;
+    if (group.size() <= 1 || node.size_bytes == 0) {
+      sim.schedule_at(sim.now(), [d = std::move(done), t = sim.now()] { d(t); });
+      return;
+    }
+    if (!net_) {
+      net_ = std::make_unique<sim::FlowNetwork>(sim);
+      coll::add_topology_links(*net_, c_.t_);
+    }
+    const auto key = std::make_tuple(static_cast<int>(node.op), node.size_bytes, group);
+    auto it = plans_.find(key);
+    if (it == plans_.end()) {
+      auto plan = std::make_unique<Plan>();
+      plan->op.kind = node.op;
+      plan->op.size_bytes = node.size_bytes;
+      plan->op.group = group;
+      plan->op.element_bytes = c_.element_bytes_;
+      double analytical = 0;
+      const auto* alg = c_.resolve(plan->op, analytical);
+      plan->schedule = alg->build(c_.t_, plan->op, c_.p_);
+      it = plans_.emplace(key, std::move(plan)).first;
+    }
+    coll::FlowOptions fo;
+    fo.cost = c_.p_;
+    runs_.push_back(std::make_unique<coll::CollectiveRun>(sim, *net_, c_.t_, it->second->op, it->second->schedule, fo));
+    runs_.back()->start(sim.now(), std::move(done));
+  }
+
+ private:
+  struct Plan {
+    coll::CollectiveOp op;
+    coll::Schedule schedule;
+  };
+  const TopologyComm& c_;
+  std::unique_ptr<sim::FlowNetwork> net_;
+  std::map<std::tuple<int, std::uint64_t, std::vector<int>>, std::unique_ptr<Plan>> plans_;
+  std::vector<std::unique_ptr<coll::CollectiveRun>> runs_;
+};
+
+std::unique_ptr<CollectiveRunner> TopologyComm::concurrent_runner() {
+  if (f_ != Fidelity::flow) return nullptr;
+  return std::make_unique<FlowRunner>(*this);
+}
+
 double TopologyComm::time_s(coll::OpKind kind, std::uint64_t size_bytes, const std::vector<int>& group) {
   if (group.size() <= 1 || size_bytes == 0) return 0.0;
   std::size_t gid = 0;
@@ -29,20 +97,8 @@ double TopologyComm::time_s(coll::OpKind kind, std::uint64_t size_bytes, const s
   op.size_bytes = size_bytes;
   op.group = group;
   op.element_bytes = element_bytes_;
-  const coll::Algorithm* alg = nullptr;
   double analytical = 0;
-  if (algorithm_ == "auto") {
-    const auto choice = coll::choose_auto(t_, op, p_, f_ == Fidelity::flow);
-    alg = choice.algorithm;
-    analytical = choice.cost.time_s;
-  } else {
-    alg = &coll::find_algorithm(algorithm_, kind, "--algorithm");
-    if (auto why = alg->unsupported(t_, op)) {
-      throw ConfigError("--algorithm", fmt::format("{} cannot run {} here: {}", alg->name(), coll::to_string(kind), *why),
-                        "an algorithm that applies to this topology and group (or auto)");
-    }
-    analytical = alg->analytical(t_, op, p_).time_s;
-  }
+  const coll::Algorithm* alg = resolve(op, analytical);
   double time = analytical;
   if (f_ == Fidelity::flow && alg != nullptr) {
     const auto schedule = alg->build(t_, op, p_);

@@ -11,6 +11,10 @@
 // --ranks g` on the same topology, algorithm and fidelity (tests/models/step/
 // test_step_trace.cpp pins it). Flow fidelity runs in-network reduction too (switch
 // endpoints, collective_run.hpp), so auto picks the same algorithm at both fidelities.
+// concurrent_runner() (flow fidelity): runs collectives as coll::CollectiveRun on one
+// sim::FlowNetwork of the topology's links shared by every collective in flight, so
+// overlapping collectives share links max-min fairly; the step uses it where its collectives
+// may overlap (rank_program.hpp). A collective alone on the network takes time_s().
 // Not thread safe (memo, Topology route cache): one instance per thread.
 #include <map>
 #include <string>
@@ -37,10 +41,17 @@ class TopologyComm final : public CommModel {
                std::uint32_t element_bytes = 2);
   double time_s(coll::OpKind kind, std::uint64_t size_bytes, const std::vector<int>& group) override;
   [[nodiscard]] std::optional<std::size_t> devices() const override { return t_.num_devices(); }
+  /// Flow fidelity: a runner on a shared network (bound to the simulator of its first
+  /// start); analytical: null (timers).
+  std::unique_ptr<CollectiveRunner> concurrent_runner() override;
   /// Distinct collectives evaluated so far (memo size).
   [[nodiscard]] std::size_t evaluations() const { return memo_.size(); }
 
  private:
+  /// The algorithm for a collective (`auto`: the fastest applicable, analytical time in
+  /// `analytical_s`); throws ConfigError for a named algorithm that cannot run it.
+  const coll::Algorithm* resolve(const coll::CollectiveOp& op, double& analytical_s) const;
+  friend class FlowRunner;
   const topo::Topology& t_;
   Fidelity f_;
   std::string algorithm_;

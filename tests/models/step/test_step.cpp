@@ -190,9 +190,16 @@ TEST_CASE("partial sharding over k of N: reduce-scatter and all-gather in the su
   c.shard_group = 4;
   const auto r = step::simulate_step(toy_workload(), toy_device(), c, comm);
   CHECK(r.updated_elements == 500);  // 1/k of 2,000
-  REQUIRE(groups.size() == 6);       // per buffer: all-gather; reduce-scatter + cross all-reduce
+  // Rank 0's collectives first, in issue order: per buffer an all-gather, then per buffer a
+  // reduce-scatter + cross all-reduce. Then (every rank, rank_program.hpp) the other groups'
+  // instances of the same collectives, to decide whether the ranks fold: the four subgroup
+  // collectives on {4-7}, the two cross all-reduces on {1,5}, {2,6}, {3,7}: 6 + 4 + 6 calls.
+  REQUIRE(groups.size() == 16);
   CHECK(groups[0] == std::vector<int>{0, 1, 2, 3});
   CHECK(groups[3] == std::vector<int>{0, 4});
+  CHECK(groups[6] == std::vector<int>{4, 5, 6, 7});
+  CHECK(groups[15] == std::vector<int>{3, 7});
+  CHECK(r.ranks_simulated == 1);  // every instance takes 1 s: folded
   c.shard_group = 3;
   CHECK_THROWS_WITH_AS(step::simulate_step(toy_workload(), toy_device(), c, comm),
                        "--shard-group: k = 3 does not divide N = 8; expected a sharding subgroup size that divides the "

@@ -2,7 +2,7 @@
 //  - on a hand-made trace with round numbers, every start and end derived by hand;
 //  - on the Chakra ET fixture (astra-sim's all_reduce 4npus_1MB: one 1 MiB all-reduce on 4
 //    ranks), the step time equals what `shardsim collective` computes for that op on the same
-//    topology (cli::run_collective, the function behind the command), exactly, at both
+//    topology (cli::run_collective, the function behind the command), to the picosecond, at both
 //    fidelities, on a switch and on a DGX H100 preset restricted to 4 ranks.
 #include <doctest/doctest.h>
 
@@ -209,7 +209,7 @@ TEST_CASE("to_workload keeps the whole trace for replay: collectives, update ops
   CHECK(w.recorded[2].measured_s == 0.5);
 }
 
-TEST_CASE("Chakra fixture: one 1 MiB all-reduce on 4 ranks takes what `shardsim collective` says, exactly") {
+TEST_CASE("Chakra fixture: one 1 MiB all-reduce on 4 ranks takes what `shardsim collective` says, to the picosecond") {
   const auto tr = importers::import_files(importers::Format::chakra, chakra_allreduce_files(), {});
   const auto w = trace::to_workload(tr);
   REQUIRE(w.recorded.size() == 1);
@@ -239,9 +239,11 @@ TEST_CASE("Chakra fixture: one 1 MiB all-reduce on 4 ranks takes what `shardsim 
         o.fidelity = fid;
         const auto expected = cli::run_collective(o).at(0).time_s;
         CHECK(expected > 0);
-        CHECK(r.step_time_s == expected);
+        // The executor runs in integer picoseconds: the collective's time rounded once
+        // (test_executor.cpp checks the executor against the former double schedule op by op).
+        CHECK(std::abs(r.step_time_s - expected) <= 0.5e-12);
         CHECK(r.comm_s == expected);
-        CHECK(r.exposed_comm_s == expected);  // no compute in the trace
+        CHECK(std::abs(r.exposed_comm_s - expected) <= 0.5e-12);  // no compute in the trace
         CHECK(r.collectives == 1);
       }
     }
@@ -262,4 +264,41 @@ TEST_CASE("Chakra fixture: one rank file with --group-size 4 is the same job") {
   // Without --group-size a single file is a group of one rank: no communication.
   const auto alone = trace::to_workload(importers::import_files(importers::Format::chakra, {files[0]}, {}));
   CHECK(step::simulate_step(alone, dev, trace_config(), comm).step_time_s == 0.0);
+}
+
+TEST_CASE("Chakra fixture: every one of the 4 ranks replays to the collective's time") {
+  const auto w = trace::to_workload(importers::import_files(importers::Format::chakra, chakra_allreduce_files(), {}));
+  const std::string spec = "switch:n=4,bw=100GB/s,lat=1us";
+  const auto topo = topo::make_topology(spec, "--topology");
+  const auto& dev = compute::find_device("h100", "--device");
+  for (const auto fidelity : {step::Fidelity::analytical, step::Fidelity::flow}) {
+    const std::string fid = fidelity == step::Fidelity::flow ? "flow" : "analytical";
+    CAPTURE(fid);
+    cli::CollectiveOptions o;
+    o.topology = spec;
+    o.op = "allreduce";
+    o.bytes = "1MiB";
+    o.ranks = 4;
+    o.fidelity = fid;
+    const double expected = cli::run_collective(o).at(0).time_s;
+    for (const bool fold : {true, false}) {
+      CAPTURE(fold);
+      step::TopologyComm comm(topo, fidelity, "auto", {}, coll::CollectiveOp{}.element_bytes);
+      auto c = trace_config();
+      c.fold = fold;
+      c.record_timeline = true;
+      const auto r = step::simulate_step(w, dev, c, comm);
+      CHECK(r.ranks == 4);
+      CHECK(r.ranks_simulated == (fold ? 1 : 4));
+      REQUIRE(r.per_rank.size() == r.ranks_simulated);
+      for (const auto& x : r.per_rank) {
+        // The executor's time is the collective's rounded to the picosecond once.
+        CHECK(std::abs(x.step_time_s - expected) <= 0.5e-12);
+        CHECK(x.comm_s == expected);
+      }
+      // One timeline interval per simulated rank, each on its own rank's track.
+      REQUIRE(r.timeline.size() == r.ranks_simulated);
+      for (std::size_t k = 0; k < r.timeline.size(); ++k) CHECK(r.timeline[k].rank == static_cast<int>(k));
+    }
+  }
 }

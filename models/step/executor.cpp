@@ -1,0 +1,185 @@
+#include "models/step/executor.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "sim/error.hpp"
+
+namespace shardsim::step {
+
+Executor::Executor(const TaskGraph& g, CollectiveRunner* runner) : g_(g), runner_(runner) {
+  const std::size_t nn = g.size();
+  const std::size_t nq = g.ranks().size() * g.streams();
+  // Streams of each node, in node order (so each queue lists its nodes in insertion order).
+  nq_begin_.assign(nn + 1, 0);
+  std::vector<std::uint32_t> count(nq, 0);
+  auto queue_of = [&](int device, std::uint32_t stream) -> std::int64_t {
+    const int ri = g.rank_index(device);
+    return ri < 0 ? -1 : static_cast<std::int64_t>(static_cast<std::size_t>(ri) * g.streams() + stream);
+  };
+  for (NodeId i = 0; i < nn; ++i) {
+    const auto& n = g.node(i);
+    auto add = [&](int device) {
+      const auto q = queue_of(device, n.stream);
+      if (q < 0) return;
+      nq_.push_back(static_cast<std::uint32_t>(q));
+      ++count[static_cast<std::size_t>(q)];
+    };
+    if (n.kind == NodeKind::collective) {
+      for (const int r : g.simulated_members(n.group)) add(r);
+    } else {
+      add(n.rank);
+    }
+    nq_begin_[i + 1] = static_cast<std::uint32_t>(nq_.size());
+  }
+  q_begin_.assign(nq, 0);
+  q_end_.assign(nq, 0);
+  std::uint32_t at = 0;
+  for (std::size_t q = 0; q < nq; ++q) {
+    q_begin_[q] = q_end_[q] = at;
+    at += count[q];
+  }
+  q_nodes_.assign(at, 0);
+  for (NodeId i = 0; i < nn; ++i) {
+    for (std::uint32_t k = nq_begin_[i]; k < nq_begin_[i + 1]; ++k) q_nodes_[q_end_[nq_[k]]++] = i;
+  }
+  // Successors by dependency.
+  succ_begin_.assign(nn + 1, 0);
+  for (NodeId i = 0; i < nn; ++i) {
+    for (const NodeId d : g.deps(i)) ++succ_begin_[d + 1];
+  }
+  for (std::size_t i = 0; i < nn; ++i) succ_begin_[i + 1] += succ_begin_[i];
+  succ_.assign(succ_begin_[nn], 0);
+  std::vector<std::uint32_t> fill(succ_begin_.begin(), succ_begin_.end() - 1);
+  for (NodeId i = 0; i < nn; ++i) {
+    for (const NodeId d : g.deps(i)) succ_[fill[d]++] = i;
+  }
+  // Send/recv partners: the n-th send of (src, dst, tag) with the n-th recv.
+  partner_.assign(nn, static_cast<NodeId>(nn));
+  std::map<std::tuple<int, int, std::uint64_t>, std::pair<std::vector<NodeId>, std::vector<NodeId>>> p2p;
+  for (NodeId i = 0; i < nn; ++i) {
+    const auto& n = g.node(i);
+    if (n.kind == NodeKind::send) p2p[{n.rank, n.peer, n.tag}].first.push_back(i);
+    if (n.kind == NodeKind::recv) p2p[{n.peer, n.rank, n.tag}].second.push_back(i);
+  }
+  for (const auto& [key, sr] : p2p) {
+    for (std::size_t k = 0; k < std::min(sr.first.size(), sr.second.size()); ++k) {
+      partner_[sr.first[k]] = sr.second[k];
+      partner_[sr.second[k]] = sr.first[k];
+    }
+  }
+  dur_.resize(nn);
+  for (NodeId i = 0; i < nn; ++i) dur_[i] = Time::from_seconds(g.node(i).duration_s);
+}
+
+ExecResult Executor::run() {
+  sim::Simulator sim;
+  return run(sim);
+}
+
+ExecResult Executor::run(sim::Simulator& sim) {
+  const std::size_t nn = g_.size();
+  ExecResult out;
+  out.start.assign(nn, Time::zero());
+  out.end.assign(nn, Time::zero());
+  sim_ = &sim;
+  out_ = &out;
+  finished_ = 0;
+  const std::uint64_t events0 = sim.event_count();
+  waiting_.assign(nn, 0);
+  ready_.assign(nn, 0);
+  done_.assign(nn, 0);
+  for (NodeId i = 0; i < nn; ++i) {
+    waiting_[i] = static_cast<std::uint32_t>(g_.deps(i).size()) + (nq_begin_[i + 1] - nq_begin_[i]);
+  }
+  q_head_ = q_begin_;
+  for (std::size_t q = 0; q < q_begin_.size(); ++q) {
+    if (q_begin_[q] < q_end_[q]) --waiting_[q_nodes_[q_begin_[q]]];
+  }
+  for (NodeId i = 0; i < nn; ++i) try_start(i);
+  sim.run();
+  if (finished_ != nn) {
+    NodeId stuck = 0;
+    while (done_[stuck]) ++stuck;
+    throw ConfigError(g_.describe(stuck), "never started (its dependencies, streams or send/recv partner deadlock)",
+                      "a graph in which every op can run");
+  }
+  out.makespan = Time::zero();
+  for (const Time e : out.end) out.makespan = std::max(out.makespan, e);
+  out.events = sim.event_count() - events0;
+  sim_ = nullptr;
+  out_ = nullptr;
+  return out;
+}
+
+void Executor::try_start(NodeId n) {
+  if (waiting_[n] != 0) return;
+  const auto kind = g_.node(n).kind;
+  if (kind == NodeKind::send || kind == NodeKind::recv) {
+    ready_[n] = 1;
+    const NodeId p = partner_[n];
+    if (p >= g_.size() || !ready_[p]) return;
+    const NodeId send = kind == NodeKind::send ? n : p;
+    launch(send);
+    return;
+  }
+  launch(n);
+}
+
+void Executor::emit(const Signal<NodeId, int, std::uint32_t, Time>& s, NodeId n, Time t) const {
+  if (s.empty()) return;
+  const auto& node = g_.node(n);
+  if (node.kind != NodeKind::collective) {
+    s(n, node.rank, node.stream, t);
+    return;
+  }
+  for (const int r : g_.simulated_members(node.group)) s(n, r, node.stream, t);
+}
+
+void Executor::launch(NodeId n) {
+  const Time now = sim_->now();
+  const auto& node = g_.node(n);
+  out_->start[n] = now;
+  emit(node_started, n, now);
+  if (node.kind == NodeKind::send) {
+    const NodeId r = partner_[n];
+    out_->start[r] = now;
+    emit(node_started, r, now);
+    sim_->schedule_at(now + dur_[n], [this, n, r] {
+      finish(n);
+      finish(r);
+    });
+    return;
+  }
+  if (node.kind == NodeKind::collective && runner_ != nullptr) {
+    runner_->start(*sim_, g_, n, [this, n](Time) { finish(n); });
+    return;
+  }
+  sim_->schedule_at(now + dur_[n], [this, n] { finish(n); });
+}
+
+void Executor::finish(NodeId n) {
+  const Time now = sim_->now();
+  out_->end[n] = now;
+  done_[n] = 1;
+  ++finished_;
+  emit(node_ended, n, now);
+  for (std::uint32_t k = nq_begin_[n]; k < nq_begin_[n + 1]; ++k) {
+    const std::uint32_t q = nq_[k];
+    if (++q_head_[q] < q_end_[q]) {
+      const NodeId next = q_nodes_[q_head_[q]];
+      --waiting_[next];
+      try_start(next);
+    }
+  }
+  for (std::uint32_t k = succ_begin_[n]; k < succ_begin_[n + 1]; ++k) {
+    const NodeId s = succ_[k];
+    --waiting_[s];
+    try_start(s);
+  }
+}
+
+}  // namespace shardsim::step
