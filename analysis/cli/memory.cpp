@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "analysis/cli/command.hpp"
+#include "analysis/cli/json_flags.hpp"
 #include "analysis/output/table.hpp"
 #include "analysis/scenario/scenario.hpp"
 #include "models/compute/device.hpp"
@@ -96,33 +97,9 @@ json run_params_memory(const json& flags) {
 
 // ---- per-stage memory of a model on a mesh ----
 
-std::string fstr(const json& f, const char* key, const std::string& dflt) {
-  if (!f.contains(key) || f.at(key).is_null()) return dflt;
-  const auto& v = f.at(key);
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_number()) return v.dump();
-  throw ConfigError(std::string("--") + key, v.dump(), "a string");
-}
-
-bool fbool(const json& f, const char* key) {
-  if (!f.contains(key) || f.at(key).is_null()) return false;
-  const auto& v = f.at(key);
-  if (!v.is_boolean()) throw ConfigError(std::string("--") + key, v.dump(), "true or false");
-  return v.get<bool>();
-}
-
-std::uint64_t fuint(const json& f, const char* key, std::uint64_t dflt, const char* expected) {
-  if (!f.contains(key) || f.at(key).is_null()) return dflt;
-  const auto& v = f.at(key);
-  double x = 0;
-  if (v.is_number()) x = v.get<double>();
-  else if (v.is_string()) x = units::parse_count(v.get<std::string>(), std::string("--") + key);
-  else throw ConfigError(std::string("--") + key, v.dump(), expected);
-  if (!(x >= 1) || x != std::floor(x) || x > 1e15) {
-    throw ConfigError(std::string("--") + key, v.is_string() ? v.get<std::string>() : fmt::format("{:g}", x), expected);
-  }
-  return static_cast<std::uint64_t>(x);
-}
+using flags::flag_bool;
+using flags::flag_str;
+using flags::flag_uint;
 
 json stage_json(const parallel::StageMemory& st) {
   return {{"stage", st.stage},
@@ -143,16 +120,16 @@ json run_model_memory(const json& flags) {
       throw ConfigError("memory --model", fmt::format("unknown flag '{}'", k), "one of " + valid);
     }
   }
-  const parallel::ModelSpec model = models::resolve_model(fstr(flags, "model", ""), "--model");
+  const parallel::ModelSpec model = models::resolve_model(flag_str(flags, "model", ""), "--model");
   std::optional<topo::Topology> topo;
-  const std::string hw = fstr(flags, "hardware", "");
+  const std::string hw = flag_str(flags, "hardware", "");
   if (!hw.empty()) topo = topo::make_topology(hw, "--hardware");
-  const std::string mesh_text = fstr(flags, "mesh", topo ? "tp=1" : "dp=1");
+  const std::string mesh_text = flag_str(flags, "mesh", topo ? "tp=1" : "dp=1");
   // Without a topology the mesh as written is the device count (dp must be given).
   const parallel::MeshSpec spec = parallel::parse_mesh(mesh_text, topo ? topo->num_devices() : 0, "--mesh");
   const parallel::Mesh mesh = spec.mesh("--mesh");
 
-  std::string device_name = fstr(flags, "device", "");
+  std::string device_name = flag_str(flags, "device", "");
   if (device_name.empty() && topo && !topo->device_model.empty()) {
     device_name = topo->device_model == "a100" ? "a100-80gb" : topo->device_model;  // DGX A100: 80GB parts
   }
@@ -161,20 +138,20 @@ json run_model_memory(const json& flags) {
   parallel::ParallelMemoryInput in;
   in.model = &model;
   in.mesh = spec.sizes;
-  in.micro_batch = fuint(flags, "micro-batch", 1, "a positive micro-batch size");
-  in.global_batch = fuint(flags, "global-batch", 0, "a positive global batch");
-  in.seq = fuint(flags, "seq", 0, "a positive sequence length");
-  in.schedule = parallel::schedule_from_string(fstr(flags, "schedule", "1f1b"), "--schedule");
-  in.recompute = parallel::recompute_from_string(fstr(flags, "recompute", "none"), "--recompute");
-  in.sequence_parallel = fbool(flags, "sequence-parallel");
-  if (fbool(flags, "no-flash-attention")) in.flash_attention = false;
-  in.optimizer = &opt::find_optimizer(fstr(flags, "optimizer", "adam"), "--optimizer");
-  in.precision = opt::precision_from_string(fstr(flags, "precision", "mixed"), "--precision");
-  const std::uint64_t k = fuint(flags, "shard-group", 0, "a positive shard group size");
+  in.micro_batch = flag_uint(flags, "micro-batch", 1, "a positive micro-batch size");
+  in.global_batch = flag_uint(flags, "global-batch", 0, "a positive global batch");
+  in.seq = flag_uint(flags, "seq", 0, "a positive sequence length");
+  in.schedule = parallel::schedule_from_string(flag_str(flags, "schedule", "1f1b"), "--schedule");
+  in.recompute = parallel::recompute_from_string(flag_str(flags, "recompute", "none"), "--recompute");
+  in.sequence_parallel = flag_bool(flags, "sequence-parallel");
+  if (flag_bool(flags, "no-flash-attention")) in.flash_attention = false;
+  in.optimizer = &opt::find_optimizer(flag_str(flags, "optimizer", "adam"), "--optimizer");
+  in.precision = opt::precision_from_string(flag_str(flags, "precision", "mixed"), "--precision");
+  const std::uint64_t k = flag_uint(flags, "shard-group", 0, "a positive shard group size");
   if (dev) in.hbm_bytes = static_cast<double>(dev->hbm_bytes);
 
   std::vector<std::string> names;
-  const std::string s = fstr(flags, "strategy", "replicated");
+  const std::string s = flag_str(flags, "strategy", "replicated");
   if (s == "all") {
     for (const auto& i : step::strategies()) names.push_back(i.name);
     if (k != 0) names.emplace_back("hsdp");

@@ -14,6 +14,7 @@
 
 #include "analysis/calibration/profile.hpp"
 #include "analysis/cli/command.hpp"
+#include "analysis/cli/json_flags.hpp"
 #include "analysis/output/table.hpp"
 #include "analysis/output/timeline.hpp"
 #include "analysis/plan/fit.hpp"
@@ -30,46 +31,15 @@ namespace shardsim::cli {
 namespace {
 
 using nlohmann::json;
+using flags::flag_bool;
+using flags::flag_str;
+using flags::flag_uint;
+using flags::show;
 
 const std::vector<std::string> kStepKeys = {
     "model", "trace", "topology", "device", "strategy", "optimizer", "batch-per-device", "seq", "fidelity",
     "precision", "dp", "grad-accum", "checkpointing", "bucket", "shard-group", "no-defer", "no-fusion",
     "no-prefetch", "algorithm", "compute", "timeline", "profile"};
-
-std::string flag_str(const json& f, const char* key, const std::string& dflt) {
-  if (!f.contains(key) || f.at(key).is_null()) return dflt;
-  const auto& v = f.at(key);
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_number()) return v.dump();
-  throw ConfigError(std::string("--") + key, v.dump(), "a string");
-}
-
-// A flag value as the user typed it: 0 not 0.0, strings unquoted.
-std::string show(const json& v) {
-  if (v.is_number()) return fmt::format("{:g}", v.get<double>());
-  return v.is_string() ? v.get<std::string>() : v.dump();
-}
-
-bool flag_bool(const json& f, const char* key) {
-  if (!f.contains(key) || f.at(key).is_null()) return false;
-  const auto& v = f.at(key);
-  if (!v.is_boolean()) throw ConfigError(std::string("--") + key, v.dump(), "true or false");
-  return v.get<bool>();
-}
-
-// A non-negative integer flag; `positive` rejects 0 with `expected`.
-std::uint64_t flag_uint(const json& f, const char* key, std::uint64_t dflt, const char* expected) {
-  if (!f.contains(key) || f.at(key).is_null()) return dflt;
-  const auto& v = f.at(key);
-  double x = 0;
-  if (v.is_number()) x = v.get<double>();
-  else if (v.is_string()) x = units::parse_count(v.get<std::string>(), std::string("--") + key);
-  else throw ConfigError(std::string("--") + key, v.dump(), expected);
-  if (!(x >= 1) || x != std::floor(x) || x > 1e15) {
-    throw ConfigError(std::string("--") + key, show(v), expected);
-  }
-  return static_cast<std::uint64_t>(x);
-}
 
 void reject_unknown(const json& flags, const std::vector<std::string>& keys, const std::string& cmd) {
   if (!flags.is_object()) throw ConfigError(cmd, flags.dump(), "an object of flags");
