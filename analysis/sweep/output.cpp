@@ -14,6 +14,7 @@
 #include "analysis/output/table.hpp"
 #include "analysis/sweep/csv_read.hpp"
 #include "sim/error.hpp"
+#include "sim/time.hpp"
 
 namespace shardsim::sweep {
 namespace {
@@ -91,6 +92,11 @@ Outcome run_scenario(const SweepSpec& spec, const analysis::ScenarioCommand& cmd
     }
     o.results = std::move(r);
   } catch (const ConfigError& e) {
+    o.status = "invalid";
+    o.reason = one_line(e.what());
+  } catch (const TimeRangeError& e) {
+    // Inputs whose simulated times leave the int64 picosecond range are bad input, as in
+    // main() (exit 2 there): the row is invalid, not an internal error.
     o.status = "invalid";
     o.reason = one_line(e.what());
   } catch (const std::exception& e) {

@@ -6,6 +6,7 @@
 
 #include "analysis/scenario/scenario.hpp"
 #include "sim/error.hpp"
+#include "sim/time.hpp"
 
 namespace shardsim::test {
 namespace {
@@ -19,6 +20,7 @@ nlohmann::json run_fake(const nlohmann::json& f) {
                       {"fits", true}, {"config", f}};
   if (mode == "invalid") throw ConfigError("--mode", "'invalid'", "ok");
   if (mode == "crash") throw std::runtime_error("boom");
+  if (mode == "overflow") return {{"t", Time::from_seconds(1e300).to_seconds()}};
   if (mode == "nofit") {
     r["fits"] = false;
     r["reason"] = "needs 2x the memory";

@@ -88,6 +88,17 @@ TEST_CASE("CSV: header from the first result, axis columns, statuses and reasons
   CHECK(sum.dropped_columns == std::set<std::string>{"reason"});  // only nofit results have it
 }
 
+TEST_CASE("a scenario whose simulated time leaves the int64 picosecond range is invalid, not an error") {
+  const auto spec = make_spec(json::parse(R"([{"pointer":"/mode","values":["ok","overflow"]}])"));
+  const fs::path out = tmp_dir() / "overflow.jsonl";
+  const auto sum = run(spec, out, 1);
+  CHECK(sum.ok == 1);
+  CHECK(sum.invalid == 1);
+  CHECK(sum.errors == 0);
+  const std::string text = slurp(out);
+  CHECK(text.find(R"x("reason":"a simulated time of 1e+300 s is beyond the int64 picosecond range (+-9.2e+06 s, about 106 days)","result":null,"scenario":1,"status":"invalid")x") != std::string::npos);
+}
+
 TEST_CASE("JSONL keeps the whole result, axes by pointer; internal errors get status error") {
   const auto spec = make_spec(json::parse(R"([{"pointer":"/mode","values":["ok","crash"]}])"));
   const fs::path out = tmp_dir() / "modes.jsonl";
