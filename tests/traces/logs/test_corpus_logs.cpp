@@ -80,8 +80,9 @@ TEST_CASE("every GB300 file (8, 6 of them with elided rank lists) parses without
         {"oci-gb300-nvl72-16x4-alltoall_perf.txt", 16, "alltoall"},
         {"oci-gb300-nvl72-32x4-2racks-all_reduce_perf.txt", 32, "allreduce"},
         {"oci-gb300-nvl72-32x4-2racks-alltoall_perf.txt", 32, "alltoall"}}) {
-    CAPTURE(file);
-    const auto recs = parse_log_file(kCorpus + file);
+    const std::string name = file;  // CAPTURE takes a lambda capture: clang 14 refuses structured bindings there
+    CAPTURE(name);
+    const auto recs = parse_log_file(kCorpus + name);
     REQUIRE(!recs.empty());
     for (const auto& r : recs) {
       CHECK(r.collective == coll);
