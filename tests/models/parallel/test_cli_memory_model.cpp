@@ -4,29 +4,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include <array>
-#include <cstdio>
+#include "../../shell_run.hpp"
+
 #include <string>
-#include <sys/wait.h>
 
 namespace {
 
-struct Run {
-  int status = -1;
-  std::string out;
-};
+using Run = shardsim::testing::ShellRun;
 
-Run run(const std::string& args) {
-  const std::string cmd = std::string(SHARDSIM_BINARY_DIR) + "/shardsim " + args + " 2>&1";
-  Run r;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), static_cast<int>(buf.size()), p) != nullptr) r.out += buf.data();
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+Run run(const std::string& args) { return shardsim::testing::run_shardsim(args); }
 
 const std::string kGpt3 =
     "memory --model gpt3-175b --mesh dp=1,tp=8,pp=8 --micro-batch 1 --global-batch 64 --no-flash-attention "
