@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 #include <optional>
 #include <sstream>
 
@@ -59,7 +61,26 @@ std::vector<std::string> parse_strategies(const std::string& list) {
 
 }  // namespace
 
-StepReport run_step(const StepOptions& o, bool record_timeline) {
+struct StepRunner::Cache {
+  std::map<std::string, std::unique_ptr<topo::Topology>> topologies;  // by spec
+  // Calibrated copies: by (spec, profile file).
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<calib::AppliedProfile>> profiles;
+  std::map<std::tuple<const topo::Topology*, step::Fidelity, std::string, std::uint32_t>, std::unique_ptr<step::TopologyComm>>
+      comms;
+  struct Prepared {
+    std::string name;
+    std::uint64_t seq = 0;
+    step::Workload workload;
+  };
+  std::map<std::tuple<std::string, std::uint64_t, std::uint64_t>, Prepared> zoo;  // by (model, batch, seq)
+};
+
+StepRunner::StepRunner() : cache_(std::make_unique<Cache>()) {}
+StepRunner::~StepRunner() = default;
+
+StepReport run_step(const StepOptions& o, bool record_timeline) { return StepRunner().run(o, record_timeline); }
+
+StepReport StepRunner::run(const StepOptions& o, bool record_timeline) {
   validate_step_options(o);
   const bool has_model = o.model && !o.model->empty(), has_trace = o.trace && !o.trace->empty();
   if (has_model == has_trace) {
@@ -91,7 +112,13 @@ StepReport run_step(const StepOptions& o, bool record_timeline) {
   if (o.bucket) c.bucket_bytes = units::parse_bytes(*o.bucket, "--bucket");
   c.record_timeline = record_timeline;
 
-  const topo::Topology topo = topo::make_topology(o.topology, "--topology");
+  auto topo_it = cache_->topologies.find(o.topology);
+  if (topo_it == cache_->topologies.end()) {
+    topo_it = cache_->topologies
+                  .emplace(o.topology, std::make_unique<topo::Topology>(topo::make_topology(o.topology, "--topology")))
+                  .first;
+  }
+  const topo::Topology& topo = *topo_it->second;
   const bool named_device = o.device && !o.device->empty();
   if (!named_device && topo.device_model.empty()) {
     throw ConfigError("--device", fmt::format("missing, and topology '{}' names no device", topo.name),
@@ -100,19 +127,29 @@ StepReport run_step(const StepOptions& o, bool record_timeline) {
   const auto& dev = named_device ? compute::find_device(*o.device, "--device")
                                  : compute::device_for_model(topo.device_model, "--topology");
 
-  trace::Trace tr;
   std::uint64_t batch = 0;
+  const Cache::Prepared* prepared = nullptr;
+  std::optional<Cache::Prepared> from_trace;
   if (has_model) {
     const auto& m = zoo::find_model(*o.model, "--model");
     if (!o.batch_per_device) throw ConfigError("--batch-per-device", "missing", "a positive batch");
     batch = static_cast<std::uint64_t>(*o.batch_per_device);
-    tr = zoo::generate(m, batch, o.seq ? static_cast<std::uint64_t>(*o.seq) : 0);
+    const std::uint64_t seq = o.seq ? static_cast<std::uint64_t>(*o.seq) : 0;
+    const auto key = std::make_tuple(m.name, batch, seq);
+    auto it = cache_->zoo.find(key);
+    if (it == cache_->zoo.end()) {
+      const auto tr = zoo::generate(m, batch, seq);
+      it = cache_->zoo.emplace(key, Cache::Prepared{tr.name, tr.seq_len, trace::to_workload(tr)}).first;
+    }
+    prepared = &it->second;
   } else {
-    tr = trace::load_trace(*o.trace);
+    auto tr = trace::load_trace(*o.trace);
     batch = o.batch_per_device ? static_cast<std::uint64_t>(*o.batch_per_device) : tr.batch_per_replica;
     scale_trace(tr, batch);
+    from_trace = Cache::Prepared{tr.name, tr.seq_len, trace::to_workload(tr)};
+    prepared = &*from_trace;
   }
-  const auto w = trace::to_workload(tr);
+  const step::Workload& w = prepared->workload;
   const std::uint64_t trace_collectives = w.recorded_collectives();
   c.strategy = strategy.value_or(trace_collectives > 0 ? step::Strategy::trace : step::Strategy::replicated);
   const bool replay = c.strategy == step::Strategy::trace;
@@ -139,19 +176,32 @@ StepReport run_step(const StepOptions& o, bool record_timeline) {
   // of `shardsim collective` (CollectiveOp's default), so both commands give the same time.
   // --profile (shardsim calibrate): collectives run on the calibrated topology, with the
   // profile's alpha as step overhead (calib::apply_profile, as `shardsim collective` does).
-  std::optional<calib::AppliedProfile> applied;
+  const calib::AppliedProfile* applied = nullptr;
   if (o.profile && !o.profile->empty()) {
-    applied = calib::apply_profile(topo, calib::load_profile(*o.profile), {}, "--profile");
+    const auto key = std::make_pair(o.topology, *o.profile);
+    auto it = cache_->profiles.find(key);
+    if (it == cache_->profiles.end()) {
+      auto p = std::make_unique<calib::AppliedProfile>(
+          calib::apply_profile(topo, calib::load_profile(*o.profile), {}, "--profile"));
+      it = cache_->profiles.emplace(key, std::move(p)).first;
+    }
+    applied = it->second.get();
   }
-  step::TopologyComm comm(applied ? applied->topology : topo, fidelity, o.algorithm,
-                          applied ? applied->cost : coll::CostParams{},
-                          replay ? coll::CollectiveOp{}.element_bytes : 2);
+  const topo::Topology& comm_topo = applied ? applied->topology : topo;
+  const std::uint32_t element_bytes = replay ? coll::CollectiveOp{}.element_bytes : 2;
+  auto& comm_slot = cache_->comms[{&comm_topo, fidelity, o.algorithm, element_bytes}];
+  if (!comm_slot) {
+    comm_slot = std::make_unique<step::TopologyComm>(comm_topo, fidelity, o.algorithm,
+                                                     applied ? applied->cost : coll::CostParams{}, element_bytes);
+  }
+  step::TopologyComm& comm = *comm_slot;
+  const std::size_t evaluations_before = comm.evaluations();
 
   StepReport r;
   r.result = step::simulate_step(w, dev, c, comm);
   r.options = o;
   r.options.strategy = r.result.strategy;
-  r.model = tr.name;
+  r.model = prepared->name;
   r.topology = topo.name;
   r.device = dev.name;
   r.optimizer = c.optimizer->name;
@@ -159,9 +209,9 @@ StepReport run_step(const StepOptions& o, bool record_timeline) {
   r.dp = c.dp;
   r.batch_per_device = batch;
   r.grad_accum = c.grad_accum;
-  r.seq = tr.seq_len;
+  r.seq = prepared->seq;
   r.params = w.parameter_count();
-  r.collective_evaluations = comm.evaluations();
+  r.collective_evaluations = comm.evaluations() - evaluations_before;
   r.trace_collectives = trace_collectives;
   r.dropped_trace_collectives = replay ? 0 : w.dropped_collectives;
   return r;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,28 @@ struct StepReport {
   step::StepResult result;      ///< result.timeline is filled when run with record_timeline
 };
 
-/// Simulates the step the options describe.
+/// Runs steps, keeping what several of them share: topologies (by spec), the collective
+/// costs on each (by topology, fidelity, algorithm, profile, element size; memoised per
+/// collective, models/step/topology_comm.hpp) and zoo workloads (by model, batch, seq). The
+/// planner runs thousands of steps through one. Results are those of a fresh runner, except
+/// collective_evaluations, which counts the evaluations the step added to the shared cache.
+/// Not thread safe: one per thread.
+class StepRunner {
+ public:
+  StepRunner();
+  ~StepRunner();
+  StepRunner(const StepRunner&) = delete;
+  StepRunner& operator=(const StepRunner&) = delete;
+
+  /// Simulates the step the options describe.
+  StepReport run(const StepOptions& o, bool record_timeline = false);
+
+ private:
+  struct Cache;
+  std::unique_ptr<Cache> cache_;
+};
+
+/// One step on a fresh StepRunner (thread safe).
 StepReport run_step(const StepOptions& o, bool record_timeline = false);
 
 /// The step JSON of `shardsim step --json` (docs/cli.md): the figures, memory, the
