@@ -12,7 +12,7 @@
 #include "models/compute/device.hpp"
 #include "models/optimizer/optimizer.hpp"
 #include "models/step/step.hpp"
-#include "models/step/strategy.hpp"
+#include "models/strategy/strategy.hpp"
 #include "models/step/topology_comm.hpp"
 #include "sim/error.hpp"
 #include "sim/units.hpp"

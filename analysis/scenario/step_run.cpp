@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "analysis/calibration/profile.hpp"
-#include "models/step/strategy.hpp"
+#include "models/strategy/strategy.hpp"
 #include "models/step/topology_comm.hpp"
 #include "sim/error.hpp"
 #include "sim/units.hpp"
