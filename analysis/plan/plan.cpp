@@ -15,6 +15,7 @@
 #include "models/strategy/strategy.hpp"
 #include "models/step/topology_comm.hpp"
 #include "sim/error.hpp"
+#include "sim/text/strings.hpp"
 #include "sim/units.hpp"
 #include "topologies/presets.hpp"
 #include "traces/zoo/zoo.hpp"
@@ -22,11 +23,7 @@
 namespace shardsim::plan {
 namespace {
 
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
+using text::join;
 
 /// Number with a scale suffix, `scales` tried in order; otherwise units::parse_count.
 double parse_scaled(const std::string& text, const std::vector<std::pair<std::string, double>>& scales,

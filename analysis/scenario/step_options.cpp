@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "sim/error.hpp"
+#include "sim/text/strings.hpp"
 #include "sim/units.hpp"
 
 namespace shardsim::analysis {
@@ -46,12 +47,6 @@ std::string text_value(const StepOptionSpec& s, const json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_number()) return v.dump();
   throw ConfigError(flag(s), v.dump(), "a string");
-}
-
-std::string join_keys() {
-  std::string out;
-  for (const auto& s : step_option_table()) out += (out.empty() ? "" : ", ") + std::string(s.key);
-  return out;
 }
 
 }  // namespace
@@ -118,7 +113,7 @@ StepOptions parse_step_options(const json& j, const std::vector<std::string>& sk
     if (std::find(skip.begin(), skip.end(), key) != skip.end()) continue;
     const auto it = std::find_if(table.begin(), table.end(), [&](const StepOptionSpec& s) { return key == s.key; });
     if (it == table.end()) {
-      throw ConfigError("/" + key, fmt::format("unknown key '{}' for a step", key), "one of " + join_keys());
+      throw ConfigError("/" + key, fmt::format("unknown key '{}' for a step", key), "one of " + text::join(step_option_keys()));
     }
     if (v.is_null()) continue;
     const StepOptionSpec& s = *it;
