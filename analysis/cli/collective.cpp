@@ -90,6 +90,9 @@ void setup_collective(CLI::App& root) {
   sub->add_option("--ranks,-n", o->run.ranks, "Ranks (the first N devices; default all)");
   sub->add_option("--algorithm,-a", o->run.algorithm, "Algorithm name or auto (see shardsim list algorithms)")
       ->default_val("auto");
+  sub->add_option("--nccl-algo", o->run.nccl_algo,
+                  "With auto on a GPU topology: the NCCL algorithms NCCL may choose from, as NCCL_ALGO (Ring,Tree,NVLS,"
+                  "NVLSTree,CollNetDirect,CollNetChain,PAT)");
   sub->add_option("--fidelity", o->run.fidelity, "analytical | flow")
       ->default_val("analytical")
       ->check(CLI::IsMember({"analytical", "flow"}));
@@ -132,7 +135,7 @@ const ListRegistration list_algorithms{"algorithms", "collective algorithms", pr
 
 const analysis::ScenarioRegistration scenario{analysis::ScenarioCommand{
     "collective",
-    {"topology", "op", "bytes", "ranks", "algorithm", "fidelity", "chunks", "reduce-bw", "step-overhead", "profile",
+    {"topology", "op", "bytes", "ranks", "algorithm", "nccl-algo", "fidelity", "chunks", "reduce-bw", "step-overhead", "profile",
      "groups"},
     [](const nlohmann::json& flags) {
       auto o = collective_options_from_json(flags);

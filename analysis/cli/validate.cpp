@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "analysis/cli/command.hpp"
+#include "analysis/validation/published.hpp"
 #include "analysis/validation/validate.hpp"
 #include "sim/error.hpp"
 #include "sim/units.hpp"
@@ -15,13 +16,28 @@ namespace {
 
 struct ValidateOptions {
   std::vector<std::string> files;
-  std::string topology, profile, out, algorithm, collective, min_bytes = "0";
+  std::string topology, profile, out, algorithm, collective, min_bytes = "0", published;
   int ranks = 0;
   bool analytical = false;
   double max_median = 0;
 };
 
 void run_validate(const ValidateOptions& o) {
+  if (!o.published.empty()) {
+    if (!o.files.empty()) throw ConfigError("--published", "with record files", "either --published INDEX or records");
+    const auto r = validation::predict_published(o.published);
+    const auto s = validation::summarize_published(r);
+    fmt::print("# shardsim validate --published {}: collective --algorithm auto (NCCL model on GPU topologies), "
+               "nccl-tests in-place columns, signed errors (predicted / measured - 1)\n\n{}",
+               o.published, validation::published_table(r, s));
+    return;
+  }
+  if (o.files.empty()) throw ConfigError("validate", "no records", "record files (JSONL or logs) or --published INDEX");
+  if (o.algorithm == "in-network") {
+    throw ConfigError("--algorithm", "'in-network' for measured records",
+                      "a schedule the records' runs could have used (ring, double-binary-tree, ...) or auto: "
+                      "in-network reduction needs NVLS/SHARP hardware that a log does not describe");
+  }
   logs::ParseOptions po;
   if (!o.collective.empty()) po.collective = o.collective;
   if (o.ranks > 0) po.ranks = o.ranks;
@@ -64,7 +80,11 @@ void run_validate(const ValidateOptions& o) {
 void setup_validate(CLI::App& root) {
   auto o = std::make_shared<ValidateOptions>();
   auto* sub = root.add_subcommand("validate", "Predict measured records/logs and report the error");
-  sub->add_option("records", o->files, "JSONL records or benchmark logs (nccl-tests, OSU)")->required()->check(CLI::ExistingFile);
+  sub->add_option("records", o->files, "JSONL records or benchmark logs (nccl-tests, OSU)")->check(CLI::ExistingFile);
+  sub->add_option("--published", o->published,
+                  "Predict the published corpus of this index.json (tests/data/published/collectives/index.json) "
+                  "and print the per-file error table")
+      ->check(CLI::ExistingFile);
   sub->add_option("--topology", o->topology, "Topology the measurements ran on (overrides the records')");
   sub->add_option("--profile", o->profile, "Calibration profile (shardsim calibrate)")->check(CLI::ExistingFile);
   sub->add_option("--algorithm", o->algorithm, "Model algorithm for records that name none");

@@ -14,6 +14,7 @@
 #include "models/collectives/algorithm.hpp"
 #include "models/collectives/collective_run.hpp"
 #include "models/collectives/flow_eval.hpp"
+#include "models/collectives/nccl_model.hpp"
 #include "sim/error.hpp"
 #include "sim/units.hpp"
 #include "topologies/load.hpp"
@@ -204,6 +205,9 @@ std::vector<CollectiveResult> run_collective(const CollectiveOptions& o) {
     groups.emplace_back(n);
     std::iota(groups[0].begin(), groups[0].end(), 0);
   }
+  if (!o.nccl_algo.empty() && o.algorithm != "auto") {
+    throw ConfigError("--nccl-algo", fmt::format("with --algorithm {}", o.algorithm), "--algorithm auto (NCCL's choice)");
+  }
   if (o.fidelity != "analytical" && o.fidelity != "flow") {
     throw ConfigError("--fidelity", fmt::format("'{}'", o.fidelity), "analytical or flow");
   }
@@ -261,7 +265,28 @@ std::vector<CollectiveResult> run_collective(const CollectiveOptions& o) {
       ops[g].size_bytes = size;
       CollectiveResult& r = rows[g];
       coll::AnalyticalCost cost;
-      if (o.algorithm == "auto") {
+      std::string shown;  // the name printed, when not the registered algorithm's
+      if (o.algorithm == "auto" && !coll::nccl_unsupported(t, ops[g])) {
+        // GPU topology: NCCL's own model and choice (models/collectives/nccl_model.hpp); at flow
+        // fidelity the registered schedule closest to NCCL's algorithm runs.
+        coll::NcclOptions no;
+        if (!o.nccl_algo.empty()) no.allowed = coll::nccl_algo_mask(o.nccl_algo, "--nccl-algo");
+        const auto pred = coll::nccl_predict(t, ops[g], no);
+        const coll::Algorithm* sched = &coll::find_algorithm(pred.schedule, kind, "--algorithm auto");
+        if (sched->unsupported(t, ops[g])) sched = &coll::find_algorithm(kind == coll::OpKind::alltoall ? "direct" : "ring", kind, "--algorithm auto");
+        algos[g] = sched;
+        cost.time_s = pred.time_s;
+        cost.latency_s = pred.latency_s;
+        cost.bandwidth_s = pred.bandwidth_s;
+        cost.formula = pred.formula;
+        r.why = pred.why;
+        shown = "nccl:" + pred.name;
+        if (o.fidelity == "flow") r.schedule = sched->name();
+      } else if (o.algorithm == "auto") {
+        if (!o.nccl_algo.empty()) {
+          throw ConfigError("--nccl-algo", fmt::format("'{}' on topology '{}'", o.nccl_algo, t.name),
+                            fmt::format("a GPU topology for the NCCL model ({})", *coll::nccl_unsupported(t, ops[g])));
+        }
         auto choice = coll::choose_auto(t, ops[g], params, o.fidelity == "flow");
         algos[g] = choice.algorithm;
         cost = choice.cost;
@@ -277,7 +302,7 @@ std::vector<CollectiveResult> run_collective(const CollectiveOptions& o) {
         cost = algos[g]->analytical(t, ops[g], params);
       }
       r.op = coll::to_string(kind);
-      r.algorithm = algos[g]->name();
+      r.algorithm = shown.empty() ? algos[g]->name() : shown;
       r.fidelity = o.fidelity;
       r.topology = t.name;
       r.ranks = groups[g].size();
@@ -353,6 +378,8 @@ CollectiveOptions collective_options_from_json(const nlohmann::json& j) {
       o.ranks = v.get<int>();
     } else if (key == "algorithm") {
       o.algorithm = str(key, v);
+    } else if (key == "nccl-algo") {
+      o.nccl_algo = str(key, v);
     } else if (key == "fidelity") {
       o.fidelity = str(key, v);
     } else if (key == "chunks") {
@@ -368,7 +395,7 @@ CollectiveOptions collective_options_from_json(const nlohmann::json& j) {
       o.groups = str(key, v);
     } else {
       throw ConfigError("/" + key, fmt::format("unknown key '{}'", key),
-                        "one of topology, op, bytes, ranks, algorithm, fidelity, chunks, reduce-bw, step-overhead, "
+                        "one of topology, op, bytes, ranks, algorithm, nccl-algo, fidelity, chunks, reduce-bw, step-overhead, "
                         "profile, groups");
     }
   }
@@ -390,6 +417,7 @@ nlohmann::json to_json(const CollectiveResult& r) {
                       {"analytical_latency_s", r.latency_s},
                       {"analytical_bandwidth_s", r.bandwidth_s},
                       {"analytical_reduce_s", r.reduce_s}};
+  if (!r.schedule.empty()) j["schedule"] = r.schedule;
   if (r.fidelity == "flow") {
     j["events"] = r.events;
     j["transfers"] = r.transfers;
