@@ -17,7 +17,7 @@ namespace {
 struct ValidateOptions {
   std::vector<std::string> files;
   std::string topology, profile, out, algorithm, collective, min_bytes = "0", published;
-  int ranks = 0;
+  int ranks = 0, ranks_per_node = 0;
   bool analytical = false;
   double max_median = 0;
 };
@@ -33,11 +33,6 @@ void run_validate(const ValidateOptions& o) {
     return;
   }
   if (o.files.empty()) throw ConfigError("validate", "no records", "record files (JSONL or logs) or --published INDEX");
-  if (o.algorithm == "in-network") {
-    throw ConfigError("--algorithm", "'in-network' for measured records",
-                      "a schedule the records' runs could have used (ring, double-binary-tree, ...) or auto: "
-                      "in-network reduction needs NVLS/SHARP hardware that a log does not describe");
-  }
   logs::ParseOptions po;
   if (!o.collective.empty()) po.collective = o.collective;
   if (o.ranks > 0) po.ranks = o.ranks;
@@ -51,6 +46,7 @@ void run_validate(const ValidateOptions& o) {
   if (!o.profile.empty()) vo.profile = calib::load_profile(o.profile);
   if (!o.algorithm.empty()) vo.algorithm = o.algorithm;
   vo.analytical = o.analytical;
+  if (o.ranks_per_node > 0) vo.ranks_per_node = o.ranks_per_node;
   const auto rows = validation::predict(recs, vo);
   if (rows.empty()) throw ConfigError("validate", "no collective record", "records of allreduce, reducescatter, ...");
   const std::uint64_t min_b = o.min_bytes == "0" ? 0 : units::parse_bytes(o.min_bytes, "--min-bytes");
@@ -87,7 +83,13 @@ void setup_validate(CLI::App& root) {
       ->check(CLI::ExistingFile);
   sub->add_option("--topology", o->topology, "Topology the measurements ran on (overrides the records')");
   sub->add_option("--profile", o->profile, "Calibration profile (shardsim calibrate)")->check(CLI::ExistingFile);
-  sub->add_option("--algorithm", o->algorithm, "Model algorithm for records that name none");
+  sub->add_option("--algorithm", o->algorithm,
+                  "Model algorithm for records that name none; auto: NCCL's choice on GPU topologies, the "
+                  "smallest closed form elsewhere");
+  sub->add_option("--ranks-per-node", o->ranks_per_node,
+                  "Ranks on each node of the topology (block placement); default: the records' where the topology "
+                  "has nodes")
+      ->check(CLI::Range(1, 1 << 24));
   sub->add_option("--collective", o->collective, "Collective, for logs that do not name it");
   sub->add_option("--ranks", o->ranks, "Ranks, for logs that do not list them")->check(CLI::Range(1, 1 << 24));
   sub->add_option("--min-bytes", o->min_bytes, "Summaries over records of at least this size");

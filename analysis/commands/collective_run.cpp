@@ -201,6 +201,9 @@ std::vector<CollectiveResult> run_collective(const CollectiveOptions& o) {
   if (multi) {
     groups = parse_groups(*o.groups, devices, t.name, o.ranks);
     if (!o.timeline.empty()) throw ConfigError("--timeline", "with --groups", "a single group (no --groups)");
+    if (o.ranks_per_node > 0) throw ConfigError("--ranks-per-node", "with --groups", "one of --groups and --ranks-per-node");
+  } else if (o.ranks_per_node > 0) {
+    groups.push_back(coll::placed_group(t, n, static_cast<std::size_t>(o.ranks_per_node), "--ranks-per-node"));
   } else {
     groups.emplace_back(n);
     std::iota(groups[0].begin(), groups[0].end(), 0);
@@ -254,6 +257,7 @@ std::vector<CollectiveResult> run_collective(const CollectiveOptions& o) {
                            {"step_overhead_s", params.step_overhead_s},
                            {"profile", profile_config}};
   if (multi) config["groups"] = *o.groups;
+  if (o.ranks_per_node > 0) config["ranks_per_node"] = o.ranks_per_node;
 
   std::vector<CollectiveResult> out;
   for (auto size : sizes) {
@@ -324,7 +328,9 @@ std::vector<CollectiveResult> run_collective(const CollectiveOptions& o) {
       std::uint64_t next_id = 0;
       if (!o.timeline.empty()) {
         for (std::size_t i = 0; i < n; ++i) {
-          trace.process(static_cast<int>(i), fmt::format("rank {} ({})", i, t.node(t.device(i)).name), static_cast<int>(i));
+          trace.process(static_cast<int>(i),
+                        fmt::format("rank {} ({})", i, t.node(t.device(static_cast<std::size_t>(groups[0][i]))).name),
+                        static_cast<int>(i));
         }
         fo.on_transfer = [&](const coll::TransferRecord& rec) {
           if (next_id < kTimelineLimit) add_transfer(trace, rec, next_id);
@@ -376,6 +382,11 @@ CollectiveOptions collective_options_from_json(const nlohmann::json& j) {
     } else if (key == "ranks") {
       if (!v.is_number_integer()) throw ConfigError("/ranks", fmt::format("{} {}", v.type_name(), v.dump()), "an integer");
       o.ranks = v.get<int>();
+    } else if (key == "ranks-per-node") {
+      if (!v.is_number_integer()) {
+        throw ConfigError("/ranks-per-node", fmt::format("{} {}", v.type_name(), v.dump()), "an integer");
+      }
+      o.ranks_per_node = v.get<int>();
     } else if (key == "algorithm") {
       o.algorithm = str(key, v);
     } else if (key == "nccl-algo") {
@@ -395,7 +406,7 @@ CollectiveOptions collective_options_from_json(const nlohmann::json& j) {
       o.groups = str(key, v);
     } else {
       throw ConfigError("/" + key, fmt::format("unknown key '{}'", key),
-                        "one of topology, op, bytes, ranks, algorithm, nccl-algo, fidelity, chunks, reduce-bw, step-overhead, "
+                        "one of topology, op, bytes, ranks, ranks-per-node, algorithm, nccl-algo, fidelity, chunks, reduce-bw, step-overhead, "
                         "profile, groups");
     }
   }

@@ -15,6 +15,9 @@ struct CollectiveOptions {
   std::string op = "allreduce";
   std::string bytes = "64MiB";
   int ranks = 0;  ///< 0 = all devices
+  /// Ranks on each node (Topology::device_groups), block placement (coll::placed_group);
+  /// 0 = the first --ranks devices.
+  int ranks_per_node = 0;
   std::string algorithm = "auto";
   /// With auto on a GPU topology: NCCL_ALGO, the NCCL algorithms NCCL may choose from (comma
   /// list of Tree, Ring, NVLS, NVLSTree, CollNetDirect, CollNetChain, PAT); empty = all.
