@@ -88,8 +88,15 @@ void setup_collective(CLI::App& root) {
       ->default_val("allreduce");
   sub->add_option("--bytes,-b", o->run.bytes, "Size or range: 64MiB, 1K:1G:x4, 1M:8M:+1M, 1K,1M")->default_val("64MiB");
   sub->add_option("--ranks,-n", o->run.ranks, "Ranks (the first N devices; default all)");
+  sub->add_option("--ranks-per-node", o->run.ranks_per_node,
+                  "Ranks on each node (block placement over the topology's nodes): --ranks 2 --ranks-per-node 1 is "
+                  "2 nodes x 1 GPU (default: the first --ranks devices)")
+      ->check(CLI::Range(1, 1 << 24));
   sub->add_option("--algorithm,-a", o->run.algorithm, "Algorithm name or auto (see shardsim list algorithms)")
       ->default_val("auto");
+  sub->add_option("--nccl-algo", o->run.nccl_algo,
+                  "With auto on a GPU topology: the NCCL algorithms NCCL may choose from, as NCCL_ALGO (Ring,Tree,NVLS,"
+                  "NVLSTree,CollNetDirect,CollNetChain,PAT)");
   sub->add_option("--fidelity", o->run.fidelity, "analytical | flow")
       ->default_val("analytical")
       ->check(CLI::IsMember({"analytical", "flow"}));
@@ -132,7 +139,7 @@ const ListRegistration list_algorithms{"algorithms", "collective algorithms", pr
 
 const analysis::ScenarioRegistration scenario{analysis::ScenarioCommand{
     "collective",
-    {"topology", "op", "bytes", "ranks", "algorithm", "fidelity", "chunks", "reduce-bw", "step-overhead", "profile",
+    {"topology", "op", "bytes", "ranks", "ranks-per-node", "algorithm", "nccl-algo", "fidelity", "chunks", "reduce-bw", "step-overhead", "profile",
      "groups"},
     [](const nlohmann::json& flags) {
       auto o = collective_options_from_json(flags);

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "analysis/cli/command.hpp"
+#include "analysis/validation/published.hpp"
 #include "analysis/validation/validate.hpp"
 #include "sim/error.hpp"
 #include "sim/units.hpp"
@@ -15,13 +16,23 @@ namespace {
 
 struct ValidateOptions {
   std::vector<std::string> files;
-  std::string topology, profile, out, algorithm, collective, min_bytes = "0";
-  int ranks = 0;
+  std::string topology, profile, out, algorithm, collective, min_bytes = "0", published;
+  int ranks = 0, ranks_per_node = 0;
   bool analytical = false;
   double max_median = 0;
 };
 
 void run_validate(const ValidateOptions& o) {
+  if (!o.published.empty()) {
+    if (!o.files.empty()) throw ConfigError("--published", "with record files", "either --published INDEX or records");
+    const auto r = validation::predict_published(o.published);
+    const auto s = validation::summarize_published(r);
+    fmt::print("# shardsim validate --published {}: collective --algorithm auto (NCCL model on GPU topologies), "
+               "nccl-tests in-place columns, signed errors (predicted / measured - 1)\n\n{}",
+               o.published, validation::published_table(r, s));
+    return;
+  }
+  if (o.files.empty()) throw ConfigError("validate", "no records", "record files (JSONL or logs) or --published INDEX");
   logs::ParseOptions po;
   if (!o.collective.empty()) po.collective = o.collective;
   if (o.ranks > 0) po.ranks = o.ranks;
@@ -35,6 +46,7 @@ void run_validate(const ValidateOptions& o) {
   if (!o.profile.empty()) vo.profile = calib::load_profile(o.profile);
   if (!o.algorithm.empty()) vo.algorithm = o.algorithm;
   vo.analytical = o.analytical;
+  if (o.ranks_per_node > 0) vo.ranks_per_node = o.ranks_per_node;
   const auto rows = validation::predict(recs, vo);
   if (rows.empty()) throw ConfigError("validate", "no collective record", "records of allreduce, reducescatter, ...");
   const std::uint64_t min_b = o.min_bytes == "0" ? 0 : units::parse_bytes(o.min_bytes, "--min-bytes");
@@ -64,10 +76,20 @@ void run_validate(const ValidateOptions& o) {
 void setup_validate(CLI::App& root) {
   auto o = std::make_shared<ValidateOptions>();
   auto* sub = root.add_subcommand("validate", "Predict measured records/logs and report the error");
-  sub->add_option("records", o->files, "JSONL records or benchmark logs (nccl-tests, OSU)")->required()->check(CLI::ExistingFile);
+  sub->add_option("records", o->files, "JSONL records or benchmark logs (nccl-tests, OSU)")->check(CLI::ExistingFile);
+  sub->add_option("--published", o->published,
+                  "Predict the published corpus of this index.json (tests/data/published/collectives/index.json) "
+                  "and print the per-file error table")
+      ->check(CLI::ExistingFile);
   sub->add_option("--topology", o->topology, "Topology the measurements ran on (overrides the records')");
   sub->add_option("--profile", o->profile, "Calibration profile (shardsim calibrate)")->check(CLI::ExistingFile);
-  sub->add_option("--algorithm", o->algorithm, "Model algorithm for records that name none");
+  sub->add_option("--algorithm", o->algorithm,
+                  "Model algorithm for records that name none; auto: NCCL's choice on GPU topologies, the "
+                  "smallest closed form elsewhere");
+  sub->add_option("--ranks-per-node", o->ranks_per_node,
+                  "Ranks on each node of the topology (block placement); default: the records' where the topology "
+                  "has nodes")
+      ->check(CLI::Range(1, 1 << 24));
   sub->add_option("--collective", o->collective, "Collective, for logs that do not name it");
   sub->add_option("--ranks", o->ranks, "Ranks, for logs that do not list them")->check(CLI::Range(1, 1 << 24));
   sub->add_option("--min-bytes", o->min_bytes, "Summaries over records of at least this size");

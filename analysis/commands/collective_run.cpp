@@ -14,6 +14,7 @@
 #include "models/collectives/algorithm.hpp"
 #include "models/collectives/collective_run.hpp"
 #include "models/collectives/flow_eval.hpp"
+#include "models/collectives/nccl_model.hpp"
 #include "sim/error.hpp"
 #include "sim/units.hpp"
 #include "topologies/load.hpp"
@@ -200,9 +201,15 @@ std::vector<CollectiveResult> run_collective(const CollectiveOptions& o) {
   if (multi) {
     groups = parse_groups(*o.groups, devices, t.name, o.ranks);
     if (!o.timeline.empty()) throw ConfigError("--timeline", "with --groups", "a single group (no --groups)");
+    if (o.ranks_per_node > 0) throw ConfigError("--ranks-per-node", "with --groups", "one of --groups and --ranks-per-node");
+  } else if (o.ranks_per_node > 0) {
+    groups.push_back(coll::placed_group(t, n, static_cast<std::size_t>(o.ranks_per_node), "--ranks-per-node"));
   } else {
     groups.emplace_back(n);
     std::iota(groups[0].begin(), groups[0].end(), 0);
+  }
+  if (!o.nccl_algo.empty() && o.algorithm != "auto") {
+    throw ConfigError("--nccl-algo", fmt::format("with --algorithm {}", o.algorithm), "--algorithm auto (NCCL's choice)");
   }
   if (o.fidelity != "analytical" && o.fidelity != "flow") {
     throw ConfigError("--fidelity", fmt::format("'{}'", o.fidelity), "analytical or flow");
@@ -250,6 +257,7 @@ std::vector<CollectiveResult> run_collective(const CollectiveOptions& o) {
                            {"step_overhead_s", params.step_overhead_s},
                            {"profile", profile_config}};
   if (multi) config["groups"] = *o.groups;
+  if (o.ranks_per_node > 0) config["ranks_per_node"] = o.ranks_per_node;
 
   std::vector<CollectiveResult> out;
   for (auto size : sizes) {
@@ -261,7 +269,28 @@ std::vector<CollectiveResult> run_collective(const CollectiveOptions& o) {
       ops[g].size_bytes = size;
       CollectiveResult& r = rows[g];
       coll::AnalyticalCost cost;
-      if (o.algorithm == "auto") {
+      std::string shown;  // the name printed, when not the registered algorithm's
+      if (o.algorithm == "auto" && !coll::nccl_unsupported(t, ops[g])) {
+        // GPU topology: NCCL's own model and choice (models/collectives/nccl_model.hpp); at flow
+        // fidelity the registered schedule closest to NCCL's algorithm runs.
+        coll::NcclOptions no;
+        if (!o.nccl_algo.empty()) no.allowed = coll::nccl_algo_mask(o.nccl_algo, "--nccl-algo");
+        const auto pred = coll::nccl_predict(t, ops[g], no);
+        const coll::Algorithm* sched = &coll::find_algorithm(pred.schedule, kind, "--algorithm auto");
+        if (sched->unsupported(t, ops[g])) sched = &coll::find_algorithm(kind == coll::OpKind::alltoall ? "direct" : "ring", kind, "--algorithm auto");
+        algos[g] = sched;
+        cost.time_s = pred.time_s;
+        cost.latency_s = pred.latency_s;
+        cost.bandwidth_s = pred.bandwidth_s;
+        cost.formula = pred.formula;
+        r.why = pred.why;
+        shown = "nccl:" + pred.name;
+        if (o.fidelity == "flow") r.schedule = sched->name();
+      } else if (o.algorithm == "auto") {
+        if (!o.nccl_algo.empty()) {
+          throw ConfigError("--nccl-algo", fmt::format("'{}' on topology '{}'", o.nccl_algo, t.name),
+                            fmt::format("a GPU topology for the NCCL model ({})", *coll::nccl_unsupported(t, ops[g])));
+        }
         auto choice = coll::choose_auto(t, ops[g], params, o.fidelity == "flow");
         algos[g] = choice.algorithm;
         cost = choice.cost;
@@ -277,7 +306,7 @@ std::vector<CollectiveResult> run_collective(const CollectiveOptions& o) {
         cost = algos[g]->analytical(t, ops[g], params);
       }
       r.op = coll::to_string(kind);
-      r.algorithm = algos[g]->name();
+      r.algorithm = shown.empty() ? algos[g]->name() : shown;
       r.fidelity = o.fidelity;
       r.topology = t.name;
       r.ranks = groups[g].size();
@@ -299,7 +328,9 @@ std::vector<CollectiveResult> run_collective(const CollectiveOptions& o) {
       std::uint64_t next_id = 0;
       if (!o.timeline.empty()) {
         for (std::size_t i = 0; i < n; ++i) {
-          trace.process(static_cast<int>(i), fmt::format("rank {} ({})", i, t.node(t.device(i)).name), static_cast<int>(i));
+          trace.process(static_cast<int>(i),
+                        fmt::format("rank {} ({})", i, t.node(t.device(static_cast<std::size_t>(groups[0][i]))).name),
+                        static_cast<int>(i));
         }
         fo.on_transfer = [&](const coll::TransferRecord& rec) {
           if (next_id < kTimelineLimit) add_transfer(trace, rec, next_id);
@@ -351,8 +382,15 @@ CollectiveOptions collective_options_from_json(const nlohmann::json& j) {
     } else if (key == "ranks") {
       if (!v.is_number_integer()) throw ConfigError("/ranks", fmt::format("{} {}", v.type_name(), v.dump()), "an integer");
       o.ranks = v.get<int>();
+    } else if (key == "ranks-per-node") {
+      if (!v.is_number_integer()) {
+        throw ConfigError("/ranks-per-node", fmt::format("{} {}", v.type_name(), v.dump()), "an integer");
+      }
+      o.ranks_per_node = v.get<int>();
     } else if (key == "algorithm") {
       o.algorithm = str(key, v);
+    } else if (key == "nccl-algo") {
+      o.nccl_algo = str(key, v);
     } else if (key == "fidelity") {
       o.fidelity = str(key, v);
     } else if (key == "chunks") {
@@ -368,7 +406,7 @@ CollectiveOptions collective_options_from_json(const nlohmann::json& j) {
       o.groups = str(key, v);
     } else {
       throw ConfigError("/" + key, fmt::format("unknown key '{}'", key),
-                        "one of topology, op, bytes, ranks, algorithm, fidelity, chunks, reduce-bw, step-overhead, "
+                        "one of topology, op, bytes, ranks, ranks-per-node, algorithm, nccl-algo, fidelity, chunks, reduce-bw, step-overhead, "
                         "profile, groups");
     }
   }
@@ -390,6 +428,7 @@ nlohmann::json to_json(const CollectiveResult& r) {
                       {"analytical_latency_s", r.latency_s},
                       {"analytical_bandwidth_s", r.bandwidth_s},
                       {"analytical_reduce_s", r.reduce_s}};
+  if (!r.schedule.empty()) j["schedule"] = r.schedule;
   if (r.fidelity == "flow") {
     j["events"] = r.events;
     j["transfers"] = r.transfers;

@@ -15,7 +15,13 @@ struct CollectiveOptions {
   std::string op = "allreduce";
   std::string bytes = "64MiB";
   int ranks = 0;  ///< 0 = all devices
+  /// Ranks on each node (Topology::device_groups), block placement (coll::placed_group);
+  /// 0 = the first --ranks devices.
+  int ranks_per_node = 0;
   std::string algorithm = "auto";
+  /// With auto on a GPU topology: NCCL_ALGO, the NCCL algorithms NCCL may choose from (comma
+  /// list of Tree, Ring, NVLS, NVLSTree, CollNetDirect, CollNetChain, PAT); empty = all.
+  std::string nccl_algo;
   std::string fidelity = "analytical";
   std::uint32_t chunks = 0;
   std::string reduce_bw;      ///< empty = free
@@ -46,6 +52,9 @@ std::string format_ranks(const std::vector<int>& ranks);
 
 struct CollectiveResult {
   std::string op, algorithm, fidelity, topology, why;
+  /// Flow fidelity with NCCL's choice ("nccl:NVLS/Simple"): the registered schedule that ran it
+  /// (in-network); empty otherwise.
+  std::string schedule;
   std::size_t ranks = 0;
   /// The process group (topology device indices) when --groups was given; else empty.
   std::vector<int> group;

@@ -10,6 +10,7 @@
 
 #include "analysis/backends/mpi/launch.hpp"
 #include "models/collectives/algorithm.hpp"
+#include "models/collectives/nccl_model.hpp"
 #include "models/collectives/flow_eval.hpp"
 #include "sim/error.hpp"
 #include "topologies/load.hpp"
@@ -100,16 +101,51 @@ std::vector<Row> predict(const std::vector<logs::BenchRecord>& records, const Op
     op.size_bytes = r.bytes;
     op.element_bytes = 4;
     op.group = ma->bit_reversed ? bit_reversed_group(r.ranks) : std::vector<int>{};
-    if (!ma->bit_reversed) {
+    // A record's own ranks_per_node places it only on GPU topologies with nodes (nccl-tests
+    // logs); MPI records keep the first `ranks` hosts, as before.
+    std::optional<int> rpn = o.ranks_per_node;
+    if (!rpn && r.ranks_per_node && !t.device_groups.empty()) {
+      coll::CollectiveOp first = op;
+      first.group.clear();
+      for (int i = 0; i < r.ranks; ++i) first.group.push_back(i);
+      if (!coll::nccl_unsupported(t, first)) rpn = r.ranks_per_node;
+    }
+    if (ma->bit_reversed && o.ranks_per_node) {
+      throw ConfigError("--ranks-per-node", "with a bit-reversed rank order", "records of an algorithm without one");
+    }
+    if (!ma->bit_reversed && rpn) {
+      op.group = coll::placed_group(t, static_cast<std::size_t>(r.ranks), static_cast<std::size_t>(*rpn),
+                                    o.ranks_per_node ? "--ranks-per-node" : where + " ranks_per_node");
+    } else if (!ma->bit_reversed) {
       for (int i = 0; i < r.ranks; ++i) op.group.push_back(i);
     }
-    const coll::Algorithm& alg = coll::find_algorithm(ma->name, op.kind, where);
-    if (auto why = alg.unsupported(t, op)) throw ConfigError(where, *why, "an algorithm that applies");
     const coll::CostParams cost = it->second.cost;
     Row row;
     row.record = r;
     row.topology = topology_label(tj);
-    row.model_algorithm = ma->name + (ma->bit_reversed ? " (bit-reversed ranks)" : "");
+    const coll::Algorithm* algp = nullptr;
+    std::optional<double> nccl_us;  // NCCL's own time (auto on a GPU topology, analytical)
+    if (ma->name == "auto") {
+      if (!coll::nccl_unsupported(t, op)) {
+        const auto pred = coll::nccl_predict(t, op);
+        algp = &coll::find_algorithm(pred.schedule, op.kind, where);
+        if (algp->unsupported(t, op)) algp = &coll::find_algorithm(op.kind == coll::OpKind::alltoall ? "direct" : "ring", op.kind, where);
+        nccl_us = pred.time_s * 1e6;
+        row.model_algorithm = "nccl:" + pred.name + (o.analytical ? "" : " (flow: " + algp->name() + ")");
+      } else {
+        const auto c = coll::choose_auto(t, op, cost, !o.analytical);
+        algp = c.algorithm;
+        row.model_algorithm = "auto: " + algp->name();
+      }
+    } else {
+      algp = &coll::find_algorithm(ma->name, op.kind, where);
+      if (auto why = algp->unsupported(t, op)) {
+        throw ConfigError(where, fmt::format("--algorithm {} cannot run here: {}", ma->name, *why),
+                          "an algorithm that applies to this topology and group, or --algorithm auto");
+      }
+      row.model_algorithm = ma->name + (ma->bit_reversed ? " (bit-reversed ranks)" : "");
+    }
+    const coll::Algorithm& alg = *algp;
     const coll::Schedule s = alg.build(t, op, cost);
     row.min_message = UINT64_MAX;
     for (const auto& st : s.steps) {
@@ -119,7 +155,9 @@ std::vector<Row> predict(const std::vector<logs::BenchRecord>& records, const Op
         row.max_message = std::max(row.max_message, b);
       }
     }
-    if (o.analytical) {
+    if (o.analytical && nccl_us) {
+      row.predicted_us = *nccl_us;
+    } else if (o.analytical) {
       row.predicted_us = alg.analytical(t, op, cost).time_s * 1e6;
     } else {
       coll::FlowOptions fo;

@@ -40,7 +40,14 @@ std::vector<int> bit_reversed_group(int n);
 struct Options {
   std::optional<std::string> topology;       ///< overrides the records' topology
   std::optional<calib::Profile> profile;
-  std::optional<std::string> algorithm;      ///< model algorithm for records without one
+  /// Model algorithm for records without one; "auto": NCCL's choice on GPU topologies
+  /// (models/collectives/nccl_model.hpp; its time at analytical fidelity, the closest registered
+  /// schedule at flow fidelity), the registry's choose_auto elsewhere.
+  std::optional<std::string> algorithm;
+  /// Ranks per node for every record (block placement, coll::placed_group); nullopt: the
+  /// record's ranks_per_node where the topology has nodes (device_groups), else the first
+  /// `ranks` devices.
+  std::optional<int> ranks_per_node;
   bool analytical = false;                   ///< closed form instead of the flow model
 };
 

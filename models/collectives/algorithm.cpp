@@ -379,6 +379,35 @@ double lower_bound_s(const topo::Topology& t, const CollectiveOp& op) {
   return 0;
 }
 
+std::vector<int> placed_group(const topo::Topology& t, std::size_t ranks, std::size_t ranks_per_node,
+                              const std::string& where) {
+  if (ranks_per_node == 0 || ranks % ranks_per_node != 0) {
+    throw ConfigError(where, fmt::format("{} ranks per node for {} ranks", ranks_per_node, ranks),
+                      "a divisor of the rank count");
+  }
+  std::vector<std::vector<int>> nodes = t.device_groups;
+  if (nodes.empty()) {
+    nodes.emplace_back(t.num_devices());
+    for (std::size_t i = 0; i < t.num_devices(); ++i) nodes[0][i] = static_cast<int>(i);
+  }
+  const std::size_t need = ranks / ranks_per_node;
+  if (need > nodes.size()) {
+    throw ConfigError(where, fmt::format("{} nodes of {} ranks on topology '{}' of {} node{}", need, ranks_per_node, t.name,
+                                         nodes.size(), nodes.size() == 1 ? "" : "s"),
+                      fmt::format("at most {} ranks ({} per node)", nodes.size() * ranks_per_node, ranks_per_node));
+  }
+  std::vector<int> group;
+  for (std::size_t k = 0; k < need; ++k) {
+    if (nodes[k].size() < ranks_per_node) {
+      throw ConfigError(where, fmt::format("{} ranks on node {} of topology '{}', which has {} devices", ranks_per_node, k,
+                                           t.name, nodes[k].size()),
+                        fmt::format("at most {} ranks per node", nodes[k].size()));
+    }
+    group.insert(group.end(), nodes[k].begin(), nodes[k].begin() + static_cast<std::ptrdiff_t>(ranks_per_node));
+  }
+  return group;
+}
+
 AutoChoice choose_auto(const topo::Topology& t, const CollectiveOp& op, const CostParams& p, [[maybe_unused]] bool flow_only) {
   validate_op(t, op);
   AutoChoice best;

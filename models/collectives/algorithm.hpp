@@ -99,6 +99,14 @@ double lower_bound_s(const topo::Topology& t, const CollectiveOp& op);
 /// outside the group.
 void validate_op(const topo::Topology& t, const CollectiveOp& op);
 
+/// Placement of `ranks` ranks, `ranks_per_node` on each node (Topology::device_groups, in
+/// order; a topology without groups is one node): the first ranks_per_node devices of node 0,
+/// then of node 1, ... (block placement, as mpirun -N / srun --ntasks-per-node). Throws
+/// ConfigError naming `where` when ranks_per_node does not divide ranks, a node has fewer
+/// devices, or there are too few nodes.
+std::vector<int> placed_group(const topo::Topology& t, std::size_t ranks, std::size_t ranks_per_node,
+                              const std::string& where);
+
 struct AutoChoice {
   const Algorithm* algorithm = nullptr;
   AnalyticalCost cost;

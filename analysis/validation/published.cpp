@@ -1,0 +1,286 @@
+// Published-corpus predictions (see published.hpp).
+#include "analysis/validation/published.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "analysis/commands/collective_run.hpp"
+#include "models/collectives/collective.hpp"
+#include "sim/error.hpp"
+#include "traces/logs/parse.hpp"
+
+namespace shardsim::validation {
+namespace {
+
+constexpr std::uint64_t kLarge = 64ull << 20;  // busbw medians over S >= 64 MiB
+constexpr std::uint64_t kSmall = 64ull << 10;  // time medians over S <= 64 KiB
+
+struct Measured {
+  std::uint64_t bytes = 0;
+  double time_us = 0, busbw_GBps = 0;
+};
+
+std::string read_text(const std::string& path, const std::string& where) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(where, fmt::format("cannot read '{}'", path), "a readable file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cell;
+  for (char c : line) {
+    if (c == ',') {
+      out.push_back(cell);
+      cell.clear();
+    } else if (c != '\r') {
+      cell += c;
+    }
+  }
+  out.push_back(cell);
+  return out;
+}
+
+double number(const std::string& s, const std::string& where) {
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(s, &used);
+    while (used < s.size() && s[used] == ' ') ++used;
+    if (used != s.size()) throw std::invalid_argument(s);
+    return v;
+  } catch (const std::exception&) {
+    throw ConfigError(where, fmt::format("'{}'", s), "a number");
+  }
+}
+
+// CSV rows as maps header -> cell.
+std::vector<std::vector<std::string>> csv_rows(const std::string& text, std::vector<std::string>& header) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(text);
+  std::string line;
+  bool first = true;
+  while (std::getline(in, line)) {
+    if (line.empty() || line == "\r") continue;
+    auto cells = split_csv(line);
+    if (first) {
+      header = cells;
+      first = false;
+    } else {
+      rows.push_back(std::move(cells));
+    }
+  }
+  return rows;
+}
+
+std::size_t column(const std::vector<std::string>& header, const std::string& name, const std::string& where) {
+  const auto it = std::find(header.begin(), header.end(), name);
+  if (it == header.end()) throw ConfigError(where, "no column '" + name + "'", "the corpus CSV layout");
+  return static_cast<std::size_t>(it - header.begin());
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void predict_file(PublishedResult& res, const nlohmann::json& entry, const std::vector<Measured>& meas,
+                  const std::string& where) {
+  cli::CollectiveOptions o;
+  if (entry.contains("preset")) {
+    std::string p = entry.at("preset").get<std::string>();
+    if (const auto at = p.find("{ranks}"); at != std::string::npos) p.replace(at, 7, std::to_string(res.ranks));
+    o.topology = p;
+  } else {
+    o.topology = entry.at("topology").dump();
+  }
+  o.op = res.collective;
+  o.algorithm = "auto";
+  o.ranks = entry.value("model_ranks_first", false) ? res.ranks : 0;
+  if (entry.contains("nccl_algo")) o.nccl_algo = entry.at("nccl_algo").get<std::string>();
+  std::string bytes;
+  for (const auto& m : meas) bytes += (bytes.empty() ? "" : ",") + std::to_string(m.bytes);
+  o.bytes = bytes;
+  const auto rows = cli::run_collective(o);
+  if (rows.size() != meas.size()) throw std::logic_error(where + ": one prediction per measured size expected");
+  for (std::size_t i = 0; i < meas.size(); ++i) {
+    if (static_cast<int>(rows[i].ranks) != res.ranks) {
+      throw ConfigError(where, fmt::format("topology '{}' gives {} ranks", o.topology, rows[i].ranks),
+                        fmt::format("{} ranks (the measurement's)", res.ranks));
+    }
+    PublishedPoint p;
+    p.bytes = meas[i].bytes;
+    p.measured_us = meas[i].time_us;
+    p.measured_busbw_GBps = meas[i].busbw_GBps;
+    p.predicted_us = rows[i].time_s * 1e6;
+    p.predicted_busbw_GBps = rows[i].busbw_GBps;
+    p.algorithm = rows[i].algorithm;
+    res.topology = rows[i].topology;
+    res.points.push_back(p);
+  }
+  std::vector<double> large, small;
+  for (const auto& p : res.points) {
+    if (p.bytes >= kLarge) large.push_back(p.busbw_error());
+    if (p.bytes <= kSmall) small.push_back(p.time_error());
+  }
+  if (!large.empty()) res.busbw_large = median(large);
+  if (!small.empty()) res.time_small = median(small);
+  const auto& last = *std::max_element(res.points.begin(), res.points.end(),
+                                       [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+  res.largest = last.busbw_error();
+  res.largest_algorithm = last.algorithm;
+}
+
+}  // namespace
+
+std::vector<PublishedResult> predict_published(const std::string& index_path) {
+  const auto dir = std::filesystem::path(index_path).parent_path();
+  nlohmann::json index;
+  try {
+    index = nlohmann::json::parse(read_text(index_path, index_path));
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError(index_path, fmt::format("invalid JSON ({})", e.what()), "the corpus index");
+  }
+  std::vector<PublishedResult> out;
+  const auto& files = index.at("files");
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const auto& e = files[i];
+    const std::string where = fmt::format("{}: /files/{}", index_path, i);
+    const std::string file = e.at("file").get<std::string>();
+    const std::string format = e.at("format").get<std::string>();
+    PublishedResult base;
+    base.file = file;
+    base.collective = e.at("collective").get<std::string>();
+    base.ranks = e.at("ranks").is_number_integer() ? e.at("ranks").get<int>() : 0;
+    auto skip = [&](const std::string& why) {
+      base.skipped = why;
+      out.push_back(base);
+    };
+    if (e.contains("exclude_from_accuracy")) {
+      skip(e.at("exclude_from_accuracy").get<std::string>());
+      continue;
+    }
+    if (format == "osu") {
+      skip("MPI (OSU) table: the NCCL model does not apply");
+      continue;
+    }
+    if (!e.contains("preset") && !e.contains("topology")) {
+      skip(e.value("no_preset", std::string("no preset or topology for this system")));
+      continue;
+    }
+    const std::string path = (dir / file).string();
+    if (format == "nccl-tests") {
+      logs::ParseOptions po;
+      po.in_place = true;
+      po.ranks = base.ranks;
+      std::vector<Measured> meas;
+      for (const auto& r : logs::parse_log_file(path, po)) meas.push_back({r.bytes, r.time_us, r.busbw_GBps});
+      if (meas.empty()) throw ConfigError(where, "no row in " + file, "an nccl-tests table");
+      predict_file(base, e, meas, where);
+      out.push_back(std::move(base));
+    } else if (format == "csv-busbw") {
+      std::vector<std::string> header;
+      const auto rows = csv_rows(read_text(path, where), header);
+      const auto cb = column(header, "size_bytes", where), cw = column(header, "busbw_GBps", where);
+      const auto kind = coll::op_from_string(base.collective, where);
+      std::vector<Measured> meas;
+      for (const auto& r : rows) {
+        Measured m;
+        m.bytes = static_cast<std::uint64_t>(number(r.at(cb), where));
+        m.busbw_GBps = number(r.at(cw), where);
+        m.time_us = static_cast<double>(m.bytes) * coll::busbw_factor(kind, static_cast<std::size_t>(base.ranks)) /
+                    (m.busbw_GBps * 1e3);
+        meas.push_back(m);
+      }
+      predict_file(base, e, meas, where);
+      out.push_back(std::move(base));
+    } else if (format == "csv-summary") {
+      std::vector<std::string> header;
+      const auto rows = csv_rows(read_text(path, where), header);
+      const auto cg = column(header, "GPUs", where), cs = column(header, "size(MB)", where);
+      const auto cw = column(header, "in busbw(GB/s)", where), ca = column(header, "in algbw(GB/s)", where);
+      std::vector<int> ranks;
+      for (const auto& r : rows) {
+        const int g = static_cast<int>(number(r.at(cg), where));
+        if (std::find(ranks.begin(), ranks.end(), g) == ranks.end()) ranks.push_back(g);
+      }
+      for (int g : ranks) {
+        PublishedResult res = base;
+        res.ranks = g;
+        res.file = fmt::format("{} ({} ranks)", file, g);
+        std::vector<Measured> meas;
+        for (const auto& r : rows) {
+          if (static_cast<int>(number(r.at(cg), where)) != g) continue;
+          Measured m;
+          m.bytes = static_cast<std::uint64_t>(number(r.at(cs), where)) << 20;  // nccl-tests M = MiB
+          m.busbw_GBps = number(r.at(cw), where);
+          m.time_us = static_cast<double>(m.bytes) / (number(r.at(ca), where) * 1e3);
+          meas.push_back(m);
+        }
+        predict_file(res, e, meas, where);
+        out.push_back(std::move(res));
+      }
+    } else {
+      throw ConfigError(where + "/format", fmt::format("'{}'", format), "nccl-tests, csv-summary, csv-busbw or osu");
+    }
+  }
+  return out;
+}
+
+PublishedSummary summarize_published(const std::vector<PublishedResult>& r) {
+  PublishedSummary s;
+  std::vector<double> large, small;
+  for (const auto& f : r) {
+    if (f.skipped) {
+      ++s.skipped;
+      continue;
+    }
+    ++s.files;
+    for (const auto& p : f.points) {
+      if (p.bytes >= kLarge) large.push_back(std::fabs(p.busbw_error()));
+      if (p.bytes <= kSmall) small.push_back(std::fabs(p.time_error()));
+    }
+    if (std::fabs(f.largest) >= s.worst_largest) {
+      s.worst_largest = std::fabs(f.largest);
+      s.worst_file = f.file;
+    }
+  }
+  s.points_large = static_cast<int>(large.size());
+  s.points_small = static_cast<int>(small.size());
+  s.median_abs_busbw_large = median(large);
+  s.median_abs_time_small = median(small);
+  return s;
+}
+
+std::string published_table(const std::vector<PublishedResult>& r, const PublishedSummary& s) {
+  auto pct = [](const std::optional<double>& v) { return v ? fmt::format("{:+.1f} %", 100 * *v) : std::string("-"); };
+  std::string out =
+      "| file | topology | ranks | busbw error, median S >= 64 MiB | time error, median S <= 64 KiB | error at the "
+      "largest S | model at the largest S |\n|---|---|---|---|---|---|---|\n";
+  for (const auto& f : r) {
+    if (f.skipped) continue;
+    out += fmt::format("| `{}` | {} | {} | {} | {} | {:+.1f} % | {} |\n", f.file, f.topology, f.ranks, pct(f.busbw_large),
+                       pct(f.time_small), 100 * f.largest, f.largest_algorithm);
+  }
+  out += "\nNot predicted:\n\n";
+  for (const auto& f : r) {
+    if (f.skipped) out += fmt::format("- `{}`: {}\n", f.file, *f.skipped);
+  }
+  out += fmt::format(
+      "\n{} files predicted, {} skipped. Median |busbw error| at S >= 64 MiB over {} points: {:.1f} %. Median |time "
+      "error| at S <= 64 KiB over {} points: {:.1f} %. Worst |error| at a file's largest size: {:.1f} % ({}).\n",
+      s.files, s.skipped, s.points_large, 100 * s.median_abs_busbw_large, s.points_small, 100 * s.median_abs_time_small,
+      100 * s.worst_largest, s.worst_file);
+  return out;
+}
+
+}  // namespace shardsim::validation

@@ -1,0 +1,311 @@
+// NCCL backend: topology -> nccl::System -> NCCL's choice (see nccl_model.hpp).
+#include "models/collectives/nccl_model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+#include <map>
+#include <vector>
+
+#include "models/collectives/algorithm.hpp"
+#include "models/collectives/detail.hpp"
+#include "sim/error.hpp"
+
+namespace shardsim::coll {
+namespace {
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::optional<nccl::Arch> arch_of(const std::string& device_model) {
+  const std::string m = lower(device_model);
+  auto has = [&](const char* k) { return m.find(k) != std::string::npos; };
+  if (has("b200") || has("b100") || has("b300") || has("gb200") || has("gb300")) return nccl::Arch::blackwell;
+  if (has("h100") || has("h200") || has("h800") || has("gh200") || has("h20")) return nccl::Arch::hopper;
+  if (has("a100") || has("a800")) return nccl::Arch::ampere;
+  if (has("v100")) return nccl::Arch::volta;
+  return std::nullopt;
+}
+
+// NVLinks per GPU (datasheets: V100 6, A100 12, H100/H200 18, B200/GB200 18): NCCL's NVLS
+// channel bandwidth is one link's (per-GPU NVLink / links).
+int nvlinks_per_gpu(nccl::Arch a) {
+  switch (a) {
+    case nccl::Arch::volta: return 6;
+    case nccl::Arch::ampere: return 12;
+    case nccl::Arch::hopper:
+    case nccl::Arch::blackwell: return 18;
+  }
+  return 18;
+}
+
+bool is_nic(topo::LinkClass c) { return c == topo::LinkClass::ib || c == topo::LinkClass::ethernet; }
+
+// What the topology says about each rank of the group.
+struct RankView {
+  double nvlink_Bps = 0;   // line rate, sum of nvlink out-links
+  double nic_eff_Bps = 0;  // sum of NIC out-links x wire efficiency
+  int nics = 0;
+  bool nvls = false;       // its NVLink switch reduces
+  bool collnet = false;    // a NIC's switch reduces
+  std::size_t domain = 0;  // NVLink domain (node)
+};
+
+struct View {
+  std::vector<RankView> ranks;
+  std::optional<std::string> why_not;
+  nccl::Arch arch = nccl::Arch::hopper;
+};
+
+View view_of(const topo::Topology& t, const CollectiveOp& op) {
+  View v;
+  const auto arch = arch_of(t.device_model);
+  if (!arch) {
+    v.why_not = t.device_model.empty() ? "the topology names no GPU device model"
+                                       : fmt::format("device model '{}' is not an NVIDIA GPU NCCL runs on", t.device_model);
+    return v;
+  }
+  v.arch = *arch;
+  // NVLink domains: connected components over nvlink links (devices and NVSwitches).
+  const std::size_t nn = t.num_nodes();
+  std::vector<std::size_t> comp(nn, std::numeric_limits<std::size_t>::max());
+  std::size_t next = 0;
+  for (std::size_t s = 0; s < nn; ++s) {
+    if (comp[s] != std::numeric_limits<std::size_t>::max()) continue;
+    std::vector<topo::NodeId> stack{static_cast<topo::NodeId>(s)};
+    comp[s] = next;
+    while (!stack.empty()) {
+      const auto u = stack.back();
+      stack.pop_back();
+      for (auto l : t.out_links(u)) {
+        const auto& L = t.link(l);
+        if (L.cls != topo::LinkClass::nvlink || comp[L.dst] != std::numeric_limits<std::size_t>::max()) continue;
+        comp[L.dst] = next;
+        stack.push_back(L.dst);
+      }
+    }
+    ++next;
+  }
+  for (int r : op.group) {
+    const auto d = t.device(static_cast<std::size_t>(r));
+    RankView rv;
+    rv.domain = comp[d];
+    for (auto l : t.out_links(d)) {
+      const auto& L = t.link(l);
+      if (L.cls == topo::LinkClass::nvlink) {
+        rv.nvlink_Bps += L.bandwidth_Bps;
+        const auto& peer = t.node(L.dst);
+        if (peer.kind == topo::NodeKind::switch_node && peer.in_network_reduction) rv.nvls = true;
+      } else if (is_nic(L.cls)) {
+        rv.nic_eff_Bps += L.bandwidth_Bps * nic_efficiency(L.cls);
+        ++rv.nics;
+        const auto& peer = t.node(L.dst);
+        if (peer.kind == topo::NodeKind::switch_node && peer.in_network_reduction) rv.collnet = true;
+      }
+    }
+    v.ranks.push_back(rv);
+  }
+  return v;
+}
+
+const char* schedule_for(nccl::Algo a, OpKind op) {
+  if (op == OpKind::alltoall) return "direct";
+  switch (a) {
+    case nccl::Algo::ring: return "ring";
+    case nccl::Algo::tree: return "double-binary-tree";
+    case nccl::Algo::nvls:
+    case nccl::Algo::collnet_direct:
+    case nccl::Algo::collnet_chain: return "in-network";
+    case nccl::Algo::nvls_tree: return "hierarchical";
+    case nccl::Algo::pat: return "rabenseifner";
+  }
+  return "ring";
+}
+
+}  // namespace
+
+double nic_efficiency(topo::LinkClass c) {
+  switch (c) {
+    case topo::LinkClass::ib: return 4096.0 / (4096.0 + 26.0);
+    case topo::LinkClass::ethernet: return 4096.0 / (4096.0 + 82.0);
+    default: return 1.0;
+  }
+}
+
+double nvlink_efficiency(nccl::Arch a) {
+  switch (a) {
+    case nccl::Arch::volta:
+    case nccl::Arch::ampere: return 20.0 / 25.0;
+    case nccl::Arch::hopper: return 20.6 / 25.0;
+    case nccl::Arch::blackwell: return 40.1 / 50.0;
+  }
+  return 0.8;
+}
+
+std::uint32_t nccl_algo_mask(const std::string& names, const std::string& where) {
+  std::uint32_t mask = 0;
+  std::string item;
+  auto flush = [&] {
+    if (item.empty()) return;
+    const std::string l = lower(item);
+    bool found = false;
+    for (std::size_t a = 0; a < nccl::kAlgos; ++a) {
+      if (lower(nccl::to_string(static_cast<nccl::Algo>(a))) == l) {
+        mask |= 1u << a;
+        found = true;
+      }
+    }
+    if (!found) {
+      throw ConfigError(where, fmt::format("unknown NCCL algorithm '{}'", item),
+                        "a comma list of Tree, Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT");
+    }
+    item.clear();
+  };
+  for (char c : names) {
+    if (c == ',') {
+      flush();
+    } else if (c != ' ') {
+      item += c;
+    }
+  }
+  flush();
+  if (mask == 0) throw ConfigError(where, "an empty list", "a comma list of NCCL algorithm names");
+  return mask;
+}
+
+std::optional<std::string> nccl_unsupported(const topo::Topology& t, const CollectiveOp& op) {
+  validate_op(t, op);
+  const View v = view_of(t, op);
+  if (v.why_not) return v.why_not;
+  if (op.group.size() < 2) return std::nullopt;
+  std::map<std::size_t, int> local;
+  for (const auto& r : v.ranks) ++local[r.domain];
+  const bool multi = local.size() > 1;
+  for (std::size_t i = 0; i < v.ranks.size(); ++i) {
+    const auto& r = v.ranks[i];
+    if (local[r.domain] > 1 && r.nvlink_Bps <= 0) {
+      return fmt::format("rank {} shares a node without an NVLink link (PCIe-only nodes are not modelled)", op.group[i]);
+    }
+    if (multi && r.nics == 0) return fmt::format("rank {} has no NIC (ib or ethernet link) to reach other nodes", op.group[i]);
+  }
+  return std::nullopt;
+}
+
+nccl::System nccl_system(const topo::Topology& t, const CollectiveOp& op, const NcclOptions& o) {
+  if (auto why = nccl_unsupported(t, op)) throw ConfigError("NCCL model", *why, "an NVIDIA GPU topology (a GPU preset)");
+  const View v = view_of(t, op);
+  nccl::System s;
+  s.arch = v.arch;
+  s.cpu = o.cpu;
+  s.ranks = static_cast<int>(op.group.size());
+  std::map<std::size_t, int> local;
+  std::map<std::size_t, double> nic_sum;
+  std::map<std::size_t, int> nics;
+  double nvl = std::numeric_limits<double>::infinity();
+  bool nvls = true, collnet = true;
+  for (const auto& r : v.ranks) {
+    ++local[r.domain];
+    nic_sum[r.domain] += r.nic_eff_Bps;
+    nics[r.domain] += r.nics;
+    nvls = nvls && r.nvls;
+    collnet = collnet && r.collnet;
+  }
+  for (const auto& r : v.ranks) {
+    if (local[r.domain] > 1) nvl = std::min(nvl, r.nvlink_Bps * nvlink_efficiency(v.arch) / 1e9);
+  }
+  s.nodes = static_cast<int>(local.size());
+  int max_local = 0, min_local = s.ranks, nics_per_node = 0;
+  double net = std::numeric_limits<double>::infinity();
+  for (const auto& [d, k] : local) {
+    max_local = std::max(max_local, k);
+    min_local = std::min(min_local, k);
+    net = std::min(net, nic_sum[d] / 1e9);
+    nics_per_node = std::max(nics_per_node, nics[d]);
+  }
+  s.local_ranks = max_local;
+  s.intra_nvlink = true;
+  const double agg = s.nodes == 1 ? nvl : std::min(nvl, net);
+  s.ring_GBps = agg;
+  s.tree_inter_GBps = agg;
+  s.tree_intra_GBps = s.nodes == 1 ? nvl : std::min(nvl, 2 * net);
+  s.channels = std::clamp(2 * std::max(max_local, nics_per_node), 2, 32);
+  s.nvls = nvls && v.arch >= nccl::Arch::hopper && min_local > 2;
+  s.nvls_channels = 16;
+  if (s.nvls) {
+    s.nvls_intra_GBps = nvl / nvlinks_per_gpu(v.arch);
+    s.nvls_inter_GBps = s.nodes == 1 ? s.nvls_intra_GBps : net / s.nvls_channels;
+  }
+  s.collnet = collnet && s.nodes > 1;
+  if (s.collnet) {
+    s.collnet_channels = std::max(1, nics_per_node);
+    s.collnet_intra_GBps = std::min(nvl, net) / s.collnet_channels;
+    s.collnet_inter_GBps = net / s.collnet_channels;
+  }
+  return s;
+}
+
+NcclPrediction nccl_predict(const topo::Topology& t, const CollectiveOp& op, const NcclOptions& o) {
+  NcclPrediction out;
+  out.system = nccl_system(t, op, o);
+  const auto& s = out.system;
+  const auto bytes = op.size_bytes;
+  if (op.kind == OpKind::alltoall) {
+    // Not tuned by NCCL (see the header): point-to-point at the collectives' effective rates.
+    const View v = view_of(t, op);
+    const double n = static_cast<double>(s.ranks);
+    const double S = static_cast<double>(bytes);
+    const double g = static_cast<double>(s.local_ranks);
+    double nvl = std::numeric_limits<double>::infinity(), nic_rank = std::numeric_limits<double>::infinity();
+    for (const auto& r : v.ranks) {
+      nvl = std::min(nvl, r.nvlink_Bps * nvlink_efficiency(s.arch));
+      nic_rank = std::min(nic_rank, r.nic_eff_Bps);
+    }
+    const double intra_s = g > 1 ? S * (g - 1) / n / nvl : 0.0;
+    const double inter_s = s.nodes > 1 ? S * (n - g) / n / nic_rank : 0.0;
+    const double lat_us = 8.4 + (s.nodes > 1 ? 14.0 : 3.4);  // baseLat and hwLat, Ring/Simple
+    out.choice = nccl::Choice{nccl::Algo::ring, nccl::Proto::simple, lat_us + std::max(intra_s, inter_s) * 1e6, lat_us,
+                              S / std::max(intra_s, inter_s) / 1e9};
+    out.name = "p2p/Simple";
+    out.schedule = "direct";
+    out.latency_s = lat_us * 1e-6;
+    out.bandwidth_s = std::max(intra_s, inter_s);
+    out.time_s = out.latency_s + out.bandwidth_s;
+    out.why = "all-to-all: NCCL grouped send/recv (no tuning model)";
+    out.formula = fmt::format("{} + max(intra {}, inter {})", detail::fs(out.latency_s), detail::fs(intra_s),
+                              detail::fs(inter_s));
+    return out;
+  }
+  const auto c = nccl::choose(s, op.kind, bytes, o.allowed);
+  if (!c) {
+    throw ConfigError("NCCL model", fmt::format("no NCCL algorithm available for {} here", to_string(op.kind)),
+                      "an algorithm NCCL enables for this collective and system (NCCL_ALGO)");
+  }
+  out.choice = *c;
+  out.name = fmt::format("{}/{}", nccl::to_string(c->algo), nccl::to_string(c->proto));
+  out.schedule = schedule_for(c->algo, op.kind);
+  out.latency_s = c->latency_us * 1e-6;
+  out.bandwidth_s = static_cast<double>(bytes) / (c->bw_GBps * 1e9);
+  out.time_s = c->time_us * 1e-6;
+  out.formula = fmt::format("NCCL {}: {} + {} B / {:.1f} GB/s", out.name, detail::fs(out.latency_s), bytes, c->bw_GBps);
+  const auto table = nccl::tune(s, op.kind);
+  for (std::size_t a = 0; a < nccl::kAlgos; ++a) {
+    if (o.allowed != 0 && (o.allowed & (1u << a)) == 0) continue;
+    for (std::size_t p = 0; p < nccl::kProtos; ++p) {
+      const auto al = static_cast<nccl::Algo>(a);
+      const auto pr = static_cast<nccl::Proto>(p);
+      const auto time = nccl::algo_time_us(s, table, op.kind, al, pr, bytes);
+      if (!time) continue;
+      out.why += fmt::format("{}{}/{}: {}{}", out.why.empty() ? "" : ", ", nccl::to_string(al), nccl::to_string(pr),
+                             detail::fs(*time * 1e-6), al == c->algo && pr == c->proto ? " (chosen)" : "");
+    }
+  }
+  out.why = fmt::format("NCCL tuning model ({} nodes x {} ranks, {}): {}", s.nodes, s.local_ranks,
+                        nccl::to_string(s.arch), out.why);
+  return out;
+}
+
+}  // namespace shardsim::coll

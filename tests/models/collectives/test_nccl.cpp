@@ -1,0 +1,167 @@
+// The NCCL backend (models/collectives/nccl_tuning.hpp, nccl_model.hpp): NCCL's latency and
+// bandwidth formulas worked by hand from tuning.cc's constants, NIC striping (every NIC of a
+// node carries channels), NCCL's selection rule and its NCCL_ALGO restriction.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+#include "models/collectives/nccl_model.hpp"
+#include "models/collectives/nccl_tuning.hpp"
+#include "sim/error.hpp"
+#include "topologies/load.hpp"
+
+using namespace shardsim;
+using namespace shardsim::coll;
+
+namespace {
+
+CollectiveOp op_of(OpKind k, std::size_t n, std::uint64_t bytes) {
+  CollectiveOp op;
+  op.kind = k;
+  op.size_bytes = bytes;
+  for (std::size_t i = 0; i < n; ++i) op.group.push_back(static_cast<int>(i));
+  return op;
+}
+
+constexpr double kIbEff = 4096.0 / (4096.0 + 26.0);
+
+// Two 8-GPU nodes with NVLink far faster than the NICs, so the ring is NIC-bound.
+std::string fast_nvlink_2x8() {
+  return R"({"builder":"rail_optimized","nodes":2,"gpus_per_node":8,"nvlink_bw":"4000GB/s","nvlink_lat":"0.25us",)"
+         R"("nic_bw":"400Gb/s","ib_lat":"1us","spines":8,"device_model":"h100"})";
+}
+
+}  // namespace
+
+TEST_CASE("NCCL system of a DGX H100 pair: NVLink at NCCL's 20.6 GB/s x 18 links, NICs of every GPU") {
+  const auto t = topo::make_topology("dgx-h100-16", "t");
+  const auto s = nccl_system(t, op_of(OpKind::allreduce, 16, 1 << 20));
+  CHECK(s.arch == nccl::Arch::hopper);
+  CHECK(s.nodes == 2);
+  CHECK(s.local_ranks == 8);
+  const double nvl = 450.0 * 20.6 / 25.0;  // = 18 x 20.6 = 370.8 GB/s (topo.h SM90_NVLINK_BW)
+  CHECK(nvl == doctest::Approx(18 * 20.6));
+  CHECK(s.ring_GBps == doctest::Approx(std::min(nvl, 8 * 50.0 * kIbEff)));
+  // A 2-node tree may run its intra-node part at up to twice the network's rate.
+  CHECK(s.tree_intra_GBps == doctest::Approx(std::min(nvl, 2 * 8 * 50.0 * kIbEff)));
+  CHECK(s.nvls);
+  CHECK(s.nvls_channels == 16);
+  CHECK(s.nvls_intra_GBps == doctest::Approx(20.6));
+  CHECK(s.nvls_inter_GBps == doctest::Approx(8 * 50.0 * kIbEff / 16));
+  CHECK_FALSE(s.collnet);
+}
+
+TEST_CASE("NIC striping: a NIC-bound ring runs at the node's NIC sum, not one NIC") {
+  const auto t = topo::make_topology(fast_nvlink_2x8(), "t");
+  const auto s = nccl_system(t, op_of(OpKind::allreduce, 16, 1 << 30));
+  CHECK(s.ring_GBps == doctest::Approx(8 * 50.0 * kIbEff));
+  // 2 nodes x 1 GPU: that GPU's one NIC.
+  CollectiveOp two;
+  two.kind = OpKind::allreduce;
+  two.size_bytes = 1 << 30;
+  two.group = {0, 8};
+  const auto s2 = nccl_system(t, two);
+  CHECK(s2.nodes == 2);
+  CHECK(s2.local_ranks == 1);
+  CHECK(s2.ring_GBps == doctest::Approx(50.0 * kIbEff));
+  // Ring/Simple across 2 nodes of 8: algbw = busBw x n / (2(n-1)); a large buffer's time is
+  // S / algbw plus the latency (x 1.4 plateau).
+  const std::uint64_t S = 8ull << 30;
+  const auto ring_only = nccl_algo_mask("Ring", "t");
+  NcclOptions o;
+  o.allowed = ring_only;
+  const auto p = nccl_predict(t, op_of(OpKind::allreduce, 16, S), o);
+  CHECK(p.name == "Ring/Simple");
+  const double algbw = 8 * 50.0 * kIbEff * 16 / 30.0;
+  // Latency: baseLat 8.4 + 28 intra steps x max(hwLat NVLink ring Simple 3.4, 3 x 1 us net
+  // overhead) + 2 inter steps x hwLat NET ring Simple 14; x 1.4.
+  const double lat_us = (8.4 + 28 * 3.4 + 2 * 14.0) * 1.4;
+  CHECK(p.time_s == doctest::Approx((lat_us + static_cast<double>(S) / (1000 * algbw)) * 1e-6).epsilon(1e-9));
+}
+
+TEST_CASE("small messages: NCCL's Tree/LL latency on 2 x 8 GPUs, worked from tuning.cc") {
+  const auto t = topo::make_topology("dgx-h100-16", "t");
+  const auto p = nccl_predict(t, op_of(OpKind::allreduce, 16, 8));
+  CHECK(p.name == "Tree/LL");
+  // baseLat Tree/LL 6.8 + 2 x ((8 - 1) x hwLat NVLink Tree/LL 0.6 + log2(2) x hwLat NET Tree/LL 5.0).
+  const double lat_us = 6.8 + 2 * (7 * 0.6 + 1 * 5.0);
+  // Bandwidth: min(bwIntra x .92, ...) / 3.8 capped at llMaxBw (Intel, 2 nodes: 39.0), x .5 to
+  // algorithm bandwidth; the tree correction for 8 B (log2(8 >> 6) = 0) is 1.0.
+  const double bus = std::min(18 * 20.6, 2 * 8 * 50.0 * kIbEff) * 0.92;
+  const double bw = std::min(bus / 3.8, 39.0) * 0.5;
+  CHECK(p.time_s == doctest::Approx((lat_us + 8.0 / (1000 * bw)) * 1e-6).epsilon(1e-9));
+  // The measured in-place time of this size on 2 x 8 H100 (nccl-tests#309) is 24.70 us; the
+  // model without NCCL's latency terms gave 7 us.
+  CHECK(p.time_s * 1e6 == doctest::Approx(25.2).epsilon(0.001));
+}
+
+TEST_CASE("NVLS on one H100 node: 16 channels x one NVLink's 20.6 GB/s x 5/6, latency 25 us") {
+  const auto t = topo::make_topology("dgx-h100-8", "t");
+  const std::uint64_t S = 8ull << 30;
+  const auto p = nccl_predict(t, op_of(OpKind::allreduce, 8, S));
+  CHECK(p.name == "NVLS/Simple");
+  const double algbw = 16 * 20.6 * 5.0 / 6.0;
+  CHECK(p.time_s == doctest::Approx((25.0 + static_cast<double>(S) / (1000 * algbw)) * 1e-6).epsilon(1e-9));
+  // busbw 2 (n-1)/n x algbw = 480.7 GB/s (measured 475-480 on 8 x H100, corpus).
+  CHECK(algbw * 14 / 8 == doctest::Approx(480.7).epsilon(0.001));
+  // A100 has no NVLink SHARP: NCCL_ALGO=NVLS leaves nothing, NCCL falls back to the ring.
+  const auto a = topo::make_topology("dgx-a100-8", "t");
+  NcclOptions o;
+  o.allowed = nccl_algo_mask("NVLS", "t");
+  CHECK(nccl_predict(a, op_of(OpKind::allreduce, 8, S), o).choice.algo == nccl::Algo::ring);
+}
+
+TEST_CASE("NCCL's choice is the smallest time of every available algorithm and protocol") {
+  const auto t = topo::make_topology("dgx-h100-32", "t");
+  for (std::uint64_t S = 8; S <= (16ull << 30); S *= 8) {
+    const auto op = op_of(OpKind::allreduce, 32, S);
+    const auto s = nccl_system(t, op);
+    const auto table = nccl::tune(s, op.kind);
+    const auto c = nccl::choose(s, op.kind, S);
+    REQUIRE(c);
+    int available = 0;
+    for (std::size_t a = 0; a < nccl::kAlgos; ++a) {
+      for (std::size_t p = 0; p < nccl::kProtos; ++p) {
+        const auto time = nccl::algo_time_us(s, table, op.kind, static_cast<nccl::Algo>(a), static_cast<nccl::Proto>(p), S);
+        if (!time) continue;
+        ++available;
+        CHECK(c->time_us <= *time);
+      }
+    }
+    // Tree and Ring x 3 protocols, NVLSTree/Simple: NVLS needs CollNet across nodes, PAT a
+    // reduce-scatter or all-gather, CollNet network reduction.
+    CHECK(available == 7);
+  }
+}
+
+TEST_CASE("PAT: reduce-scatter at one GPU per node only") {
+  const auto t = topo::make_topology(fast_nvlink_2x8(), "t");
+  CollectiveOp one;
+  one.kind = OpKind::reducescatter;
+  one.size_bytes = 1 << 20;
+  one.group = {0, 8};
+  const auto s1 = nccl_system(t, one);
+  const auto t1 = nccl::tune(s1, one.kind);
+  CHECK(t1[static_cast<std::size_t>(nccl::Algo::pat)][2].bw_GBps > 0);
+  // Latency 8 + log2(2) x (hwLat NET Tree/Simple 14 / 3.5) + 2 x 2.8.
+  CHECK(t1[static_cast<std::size_t>(nccl::Algo::pat)][2].latency_us == doctest::Approx(8 + 14.0 / 3.5 + 5.6));
+  const auto s8 = nccl_system(t, op_of(OpKind::reducescatter, 16, 1 << 20));
+  CHECK(nccl::tune(s8, OpKind::reducescatter)[static_cast<std::size_t>(nccl::Algo::pat)][2].bw_GBps == 0);
+}
+
+TEST_CASE("the NCCL model applies only to NVIDIA GPU topologies") {
+  const auto tpu = topo::make_topology("tpu-v4-64", "t");
+  CHECK(nccl_unsupported(tpu, op_of(OpKind::allreduce, 8, 1024)).value() ==
+        "device model 'tpu-v4' is not an NVIDIA GPU NCCL runs on");
+  const auto sw = topo::make_topology("switch:n=4,bw=10GB/s,lat=1us", "t");
+  CHECK(nccl_unsupported(sw, op_of(OpKind::allreduce, 4, 1024)).value() == "the topology names no GPU device model");
+  CHECK_THROWS_WITH_AS(nccl_system(sw, op_of(OpKind::allreduce, 4, 1024)),
+                       "NCCL model: the topology names no GPU device model; expected an NVIDIA GPU topology (a GPU preset)",
+                       ConfigError);
+  CHECK_THROWS_WITH_AS(nccl_algo_mask("Ring,Bogus", "--nccl-algo"),
+                       "--nccl-algo: unknown NCCL algorithm 'Bogus'; expected a comma list of Tree, Ring, CollNetDirect, "
+                       "CollNetChain, NVLS, NVLSTree, PAT",
+                       ConfigError);
+  CHECK(nccl_algo_mask("ring, nvlstree", "t") == ((1u << 1) | (1u << 5)));
+}

@@ -1,0 +1,95 @@
+// Issue 14, the small pieces: --ranks-per-node placement in `collective` (run_collective) and
+// `validate --algorithm auto` (validation::predict), on GPU presets.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "analysis/commands/collective_run.hpp"
+#include "analysis/validation/validate.hpp"
+#include "models/collectives/algorithm.hpp"
+#include "models/collectives/nccl_model.hpp"
+#include "sim/error.hpp"
+#include "topologies/load.hpp"
+
+using namespace shardsim;
+
+TEST_CASE("placed_group: block placement over the topology's nodes, with exact errors") {
+  const auto t = topo::make_topology("dgx-h100-32", "t");
+  CHECK(coll::placed_group(t, 2, 1, "--ranks-per-node") == std::vector<int>{0, 8});
+  CHECK(coll::placed_group(t, 4, 2, "--ranks-per-node") == std::vector<int>{0, 1, 8, 9});
+  CHECK(coll::placed_group(t, 16, 8, "--ranks-per-node") == [] {
+    std::vector<int> v(16);
+    for (int i = 0; i < 16; ++i) v[static_cast<std::size_t>(i)] = i;
+    return v;
+  }());
+  CHECK_THROWS_WITH_AS(coll::placed_group(t, 4, 3, "--ranks-per-node"),
+                       "--ranks-per-node: 3 ranks per node for 4 ranks; expected a divisor of the rank count", ConfigError);
+  CHECK_THROWS_WITH_AS(coll::placed_group(t, 5, 1, "--ranks-per-node"),
+                       "--ranks-per-node: 5 nodes of 1 ranks on topology 'dgx-h100-32' of 4 nodes; expected at most 4 "
+                       "ranks (1 per node)",
+                       ConfigError);
+  CHECK_THROWS_WITH_AS(coll::placed_group(t, 18, 9, "--ranks-per-node"),
+                       "--ranks-per-node: 9 ranks on node 0 of topology 'dgx-h100-32', which has 8 devices; expected at "
+                       "most 8 ranks per node",
+                       ConfigError);
+  // A topology without nodes is one node.
+  const auto one = topo::make_topology("dgx-h100-8", "t");
+  CHECK(coll::placed_group(one, 4, 4, "x") == std::vector<int>{0, 1, 2, 3});
+}
+
+TEST_CASE("collective --ranks 2 --ranks-per-node 1: two nodes x one GPU, through one NIC each") {
+  cli::CollectiveOptions o;
+  o.topology = "dgx-h100-16";
+  o.bytes = "1GiB";
+  o.ranks = 2;
+  o.ranks_per_node = 1;
+  const auto placed = cli::run_collective(o);
+  o.ranks_per_node = 0;
+  const auto packed = cli::run_collective(o);
+  REQUIRE(placed.size() == 1);
+  REQUIRE(packed.size() == 1);
+  // 2 ranks in 2 nodes: NCCL's ring over one 400 Gb/s NIC at InfiniBand's wire efficiency;
+  // 2 ranks of one node: NVLink at NCCL's 370.8 GB/s. busbw = algbw for n = 2.
+  CHECK(placed[0].algorithm == "nccl:Ring/Simple");
+  const double nic = 50.0 * 4096.0 / (4096.0 + 26.0);
+  // Ring/Simple latency across 2 nodes of 1: base 8.4 + 2 inter steps x (NET Tree/Simple 14,
+  // ppn 1) x 1.4 plateau; 0 intra steps.
+  const double t_us = (8.4 + 2 * 14.0) * 1.4 + static_cast<double>(1ull << 30) / (1000 * nic);
+  CHECK(placed[0].time_s == doctest::Approx(t_us * 1e-6).epsilon(1e-9));
+  CHECK(packed[0].busbw_GBps > 5 * placed[0].busbw_GBps);
+  CHECK(placed[0].config["ranks_per_node"] == 1);
+  o.ranks_per_node = 1;
+  o.ranks = 0;
+  o.groups = "0-1";
+  CHECK_THROWS_WITH_AS(cli::run_collective(o),
+                       "--ranks-per-node: with --groups; expected one of --groups and --ranks-per-node", ConfigError);
+}
+
+TEST_CASE("validate --algorithm auto: NCCL's time on a GPU preset, the record's ranks per node") {
+  logs::BenchRecord r;
+  r.source = "t";
+  r.collective = "allreduce";
+  r.ranks = 2;
+  r.ranks_per_node = 1;
+  r.bytes = 1ull << 30;
+  r.time_us = 1000;
+  validation::Options o;
+  o.topology = "dgx-h100-16";
+  o.algorithm = "auto";
+  o.analytical = true;
+  const auto rows = validation::predict({r}, o);
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].model_algorithm == "nccl:Ring/Simple");
+  coll::CollectiveOp op;
+  op.size_bytes = r.bytes;
+  op.group = {0, 8};
+  const auto t = topo::make_topology("dgx-h100-16", "t");
+  CHECK(rows[0].predicted_us == doctest::Approx(coll::nccl_predict(t, op).time_s * 1e6));
+  // An algorithm that cannot run says so and points to auto.
+  o.algorithm = "in-network";
+  CHECK_THROWS_WITH_AS(validation::predict({r}, o),
+                       "t (allreduce 1073741824 B): --algorithm in-network cannot run here: no switch with "
+                       "in_network_reduction is directly linked to all 2 ranks; expected an algorithm that applies to "
+                       "this topology and group, or --algorithm auto",
+                       ConfigError);
+}
