@@ -39,7 +39,7 @@ using flags::show;
 const std::vector<std::string> kStepKeys = {
     "model", "trace", "topology", "device", "strategy", "optimizer", "batch-per-device", "seq", "fidelity",
     "precision", "dp", "grad-accum", "checkpointing", "bucket", "shard-group", "no-defer", "no-fusion",
-    "no-prefetch", "algorithm", "compute", "timeline", "profile"};
+    "no-prefetch", "algorithm", "compute", "timeline", "profile", "no-flash-attention"};
 
 void reject_unknown(const json& flags, const std::vector<std::string>& keys, const std::string& cmd) {
   if (!flags.is_object()) throw ConfigError(cmd, flags.dump(), "an object of flags");
@@ -125,7 +125,9 @@ json run_step_flags(const json& flags, std::vector<step::Interval>* timeline) {
     const auto& m = zoo::find_model(model, "--model");
     batch = flag_uint(flags, "batch-per-device", 0, "a positive batch");
     if (batch == 0) throw ConfigError("--batch-per-device", "missing", "a positive batch");
-    tr = zoo::generate(m, batch, flag_uint(flags, "seq", 0, "a positive sequence length"));
+    std::optional<bool> flash;
+    if (flag_bool(flags, "no-flash-attention")) flash = false;
+    tr = zoo::generate(m, batch, flag_uint(flags, "seq", 0, "a positive sequence length"), flash);
   } else {
     tr = trace::load_trace(trace_file);
     batch = flag_uint(flags, "batch-per-device", tr.batch_per_replica, "a positive batch");
@@ -255,6 +257,7 @@ struct StepCliOptions {
   double batch = 0, seq = 0;
   std::uint64_t dp = 0, grad_accum = 1, shard_group = 0;
   bool checkpointing = false, no_defer = false, no_fusion = false, no_prefetch = false, json_out = false;
+  bool no_flash = false;
 };
 
 json to_flags(const StepCliOptions& o, CLI::App* sub) {
@@ -280,6 +283,7 @@ json to_flags(const StepCliOptions& o, CLI::App* sub) {
   f["no-defer"] = o.no_defer;
   f["no-fusion"] = o.no_fusion;
   f["no-prefetch"] = o.no_prefetch;
+  if (o.no_flash) f["no-flash-attention"] = true;
   return f;
 }
 
@@ -330,6 +334,7 @@ void add_step_options(CLI::App* sub, StepCliOptions& o) {
   sub->add_flag("--no-defer", o.no_defer, "sharded: all-gather at step end, not in the next forward");
   sub->add_flag("--no-fusion", o.no_fusion, "sharded: one padded buffer per tensor");
   sub->add_flag("--no-prefetch", o.no_prefetch, "zero3: no prefetch of the next unit's all-gather");
+  sub->add_flag("--no-flash-attention", o.no_flash, "Unfused attention: the s^2 scores stored and timed (default: flash for decoders)");
   sub->add_flag("--json", o.json_out, "Print JSON");
 }
 
