@@ -77,6 +77,8 @@ const std::vector<StepOptionSpec>& step_option_table() {
       {"no-defer", "", &S::no_defer, "sharded: all-gather at step end, not in the next forward", ""},
       {"no-fusion", "", &S::no_fusion, "sharded: one padded buffer per tensor", ""},
       {"no-prefetch", "", &S::no_prefetch, "zero3: no prefetch of the next unit's all-gather", ""},
+      {"no-flash-attention", "", &S::no_flash_attention,
+       "Unfused attention: the s^2 scores stored and timed (default: flash for decoders)", ""},
   };
   return table;
 }

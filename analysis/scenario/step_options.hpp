@@ -50,6 +50,7 @@ struct StepOptions {
   bool no_defer = false;
   bool no_fusion = false;
   bool no_prefetch = false;
+  bool no_flash_attention = false;  ///< unfused attention (default: flash for decoder models)
 };
 
 /// One row of the option table. `field` points at the StepOptions member; its type is the

@@ -93,45 +93,119 @@ Device gpu(std::string name, std::string desc, double fp32, double tf32, double 
   return d;
 }
 
+// Per-op constants (Device::compute_units ... attn_bwd_eff).
+//  - Tiles: cuBLAS picks among output tiles such as 256x128, 128x256 and 128x128; the larger
+//    ones are the most efficient (NVIDIA "Matrix Multiplication Background User's Guide",
+//    "Tile quantization"). TPUs: one 128x128 MXU systolic array per tile (Cloud TPU docs,
+//    "System architecture").
+//  - gemm_eff: the Maximum Achievable Matmul FLOPS (MAMF), the best bf16 matmul rate a
+//    brute-force shape search measured, over the dense peak (S. Bekman, "Machine Learning
+//    Engineering Open Book", compute/accelerator, "Maximum Achievable Matmul FLOPS comparison
+//    table"): A100 SXM 267.9 / 312 = 0.859 (CUDA 12.1), H100 SXM 792.1 / 989 = 0.801 (CUDA
+//    12.1), H100/H200 SXM 794.5 / 989 = 0.803, MI300X 781.9 / 1300 = 0.601 (ROCm 6.2). Devices
+//    without a measured row carry an assumption, named in compute_source.
+//  - Attention: FlashAttention-2 (the kernel of PyTorch's SDPA flash backend and of the
+//    frameworks of the published corpus) reaches 50-73 % of peak on A100 (Dao 2023, "Flash-
+//    Attention-2", arXiv 2307.08691, abstract and sec. 4.1: forward near the top of the range
+//    for head dimension 128, backward near the bottom) and 35 % on H100 (Shah et al. 2024,
+//    "FlashAttention-3", arXiv 2407.08608, sec. 1).
+const std::vector<GemmTile> kCudaTiles{{256, 128}, {128, 256}, {128, 128}};
+const std::vector<GemmTile> kMxuTiles{{128, 128}};
+
+void per_op(Device& d, std::uint32_t units, const std::vector<GemmTile>& tiles, double gemm_eff, double afwd,
+            double abwd, std::string src) {
+  d.compute_units = units;
+  d.gemm_tiles = tiles;
+  d.gemm_eff = gemm_eff;
+  d.attn_fwd_eff = afwd;
+  d.attn_bwd_eff = abwd;
+  d.compute_source = std::move(src);
+}
+
+constexpr double kA100Mamf = 267.9 / 312.0;
+constexpr double kH100Mamf = 792.1 / 989.0;
+const char* const kTpuAssumed =
+    "MXU count: Cloud TPU docs 'System architecture'; gemm_eff 0.7 and attention 0.5/0.4 of peak are assumptions "
+    "(no published matmul microbenchmark)";
+
 std::vector<Device> make_presets() {
   std::vector<Device> v;
   // Jouppi et al., "A Domain-Specific Supercomputer for Training Deep Neural Networks",
-  // CACM 63(7), 2020, Table 3: TPUv2 46 TFLOPS bf16, 16 GiB HBM, 700 GB/s.
+  // CACM 63(7), 2020, Table 3: TPUv2 46 TFLOPS bf16, 16 GiB HBM, 700 GB/s. Two cores, one
+  // MXU each.
   v.push_back(tpu("tpu-v2", "Google TPU v2 chip (2 cores)", 46 * T, 0, 16 * GiB, 700 * GB,
                   "Jouppi et al., CACM 63(7) 2020, Table 3"));
-  // Same paper, Table 3: TPUv3 123 TFLOPS bf16, 32 GiB HBM, 900 GB/s.
+  per_op(v.back(), 2, kMxuTiles, 0.7, 0.5, 0.4, kTpuAssumed);
+  // Same paper, Table 3: TPUv3 123 TFLOPS bf16, 32 GiB HBM, 900 GB/s. Two cores, two MXUs each.
   v.push_back(tpu("tpu-v3", "Google TPU v3 chip (2 cores)", 123 * T, 0, 32 * GiB, 900 * GB,
                   "Jouppi et al., CACM 63(7) 2020, Table 3"));
+  per_op(v.back(), 4, kMxuTiles, 0.7, 0.5, 0.4, kTpuAssumed);
   // Jouppi et al., "TPU v4: An Optically Reconfigurable Supercomputer...", ISCA 2023, Table 1:
-  // 275 TFLOPS bf16 and int8, 32 GiB HBM2, 1200 GB/s.
+  // 275 TFLOPS bf16 and int8, 32 GiB HBM2, 1200 GB/s. Two TensorCores of four MXUs.
   v.push_back(tpu("tpu-v4", "Google TPU v4 chip", 275 * T, 275 * T, 32 * GiB, 1200 * GB,
                   "Jouppi et al., ISCA 2023, Table 1; Cloud TPU docs 'TPU v4'"));
+  per_op(v.back(), 8, kMxuTiles, 0.7, 0.5, 0.4, kTpuAssumed);
   // Cloud TPU docs, "TPU v5e" system architecture: 197 TFLOPS bf16, 394 TOPS int8,
-  // 16 GiB HBM2, 819 GB/s.
+  // 16 GiB HBM2, 819 GB/s. One TensorCore of four MXUs.
   v.push_back(tpu("tpu-v5e", "Google TPU v5e chip", 197 * T, 394 * T, 16 * GiB, 819 * GB, "Cloud TPU docs 'TPU v5e'"));
-  // Cloud TPU docs, "TPU v5p": 459 TFLOPS bf16, 918 TOPS int8, 95 GiB HBM2e, 2765 GB/s.
+  per_op(v.back(), 4, kMxuTiles, 0.7, 0.5, 0.4, kTpuAssumed);
+  // Cloud TPU docs, "TPU v5p": 459 TFLOPS bf16, 918 TOPS int8, 95 GiB HBM2e, 2765 GB/s. Two
+  // TensorCores of four MXUs.
   v.push_back(tpu("tpu-v5p", "Google TPU v5p chip", 459 * T, 918 * T, 95 * GiB, 2765 * GB, "Cloud TPU docs 'TPU v5p'"));
+  per_op(v.back(), 8, kMxuTiles, 0.7, 0.5, 0.4, kTpuAssumed);
   // NVIDIA A100 Tensor Core GPU datasheet (2021), SXM: FP32 19.5 TF, TF32 156 TF, BF16/FP16
-  // 312 TF, INT8 624 TOPS (dense); 40GB HBM2 1,555 GB/s; 80GB HBM2e 2,039 GB/s.
+  // 312 TF, INT8 624 TOPS (dense); 40GB HBM2 1,555 GB/s; 80GB HBM2e 2,039 GB/s. 108 SMs
+  // (NVIDIA A100 Tensor Core GPU Architecture whitepaper, 2020).
+  const char* const a100_src =
+      "108 SMs: A100 architecture whitepaper; gemm_eff: MAMF 267.9/312 (ml-engineering, CUDA 12.1); attention: "
+      "FlashAttention-2 on A100, Dao 2023 (50-73 % of peak; 0.65 forward, 0.50 backward)";
   v.push_back(gpu("a100-40gb", "NVIDIA A100 SXM 40GB", 19.5 * T, 156 * T, 312 * T, 0, 624 * T, 40 * GiB, 1555 * GB,
                   "NVIDIA A100 datasheet (2021)"));
+  per_op(v.back(), 108, kCudaTiles, kA100Mamf, 0.65, 0.50, a100_src);
   v.push_back(gpu("a100-80gb", "NVIDIA A100 SXM 80GB", 19.5 * T, 156 * T, 312 * T, 0, 624 * T, 80 * GiB, 2039 * GB,
                   "NVIDIA A100 datasheet (2021)"));
+  per_op(v.back(), 108, kCudaTiles, kA100Mamf, 0.65, 0.50, a100_src);
   // NVIDIA H100 Tensor Core GPU datasheet, SXM: FP32 67 TF; TF32 989, BF16 1,979, FP8 3,958,
-  // INT8 3,958 TOPS with sparsity -> dense half; 80GB HBM3, 3.35 TB/s.
+  // INT8 3,958 TOPS with sparsity -> dense half; 80GB HBM3, 3.35 TB/s. 132 SMs (NVIDIA H100
+  // Tensor Core GPU Architecture whitepaper, SXM5).
   v.push_back(gpu("h100", "NVIDIA H100 SXM 80GB", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 1979 * T, 80 * GiB,
                   3350 * GB, "NVIDIA H100 datasheet (SXM)"));
+  per_op(v.back(), 132, kCudaTiles, kH100Mamf, 0.35, 0.35,
+         "132 SMs: H100 architecture whitepaper; gemm_eff: MAMF 792.1/989 (ml-engineering, CUDA 12.1); attention: "
+         "FlashAttention-2 at 35 % of peak on H100 (Shah et al. 2024, sec. 1)");
+  // Same datasheet, PCIe: FP32 51 TF; TF32 756, BF16 1,513, FP8 3,026, INT8 3,026 TOPS with
+  // sparsity -> dense half; 80GB HBM2e, 2.0 TB/s; 114 SMs (architecture whitepaper).
+  v.push_back(gpu("h100-pcie", "NVIDIA H100 PCIe 80GB", 51 * T, 378 * T, 756.5 * T, 1513 * T, 1513 * T, 80 * GiB,
+                  2000 * GB, "NVIDIA H100 datasheet (PCIe)"));
+  per_op(v.back(), 114, kCudaTiles, kH100Mamf, 0.35, 0.35,
+         "114 SMs: H100 architecture whitepaper; gemm_eff: the SXM part's MAMF fraction (assumption: no PCIe row); "
+         "attention: FlashAttention-2 on H100, Shah et al. 2024");
   // NVIDIA H200 Tensor Core GPU datasheet, SXM: same compute as H100; 141 GB HBM3e, 4.8 TB/s.
   v.push_back(gpu("h200", "NVIDIA H200 SXM 141GB", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 1979 * T,
                   141ULL * 1000000000ULL, 4800 * GB, "NVIDIA H200 datasheet (SXM)"));
+  per_op(v.back(), 132, kCudaTiles, 794.5 / 989.0, 0.35, 0.35,
+         "132 SMs (the H100 die); gemm_eff: MAMF 794.5/989 for H100/H200 SXM (ml-engineering); attention: "
+         "FlashAttention-2 on Hopper, Shah et al. 2024");
   // NVIDIA HGX B200 datasheet (8 GPUs): FP32 600 TF; TF32 18, BF16 36, FP8 72 PF and INT8
   // 72 POPS with sparsity; 1.4 TB HBM3e, 64 TB/s. Per GPU, dense: /8, then /2.
+  const char* const bw_src =
+      "148 SMs (device query as publicly reported; NVIDIA publishes no count); gemm_eff 0.8 and attention 0.5/0.4 "
+      "are assumptions (Hopper's MAMF fraction; no published Blackwell microbenchmark in the sources)";
   v.push_back(gpu("b200", "NVIDIA B200 (HGX B200)", 75 * T, 1125 * T, 2250 * T, 4500 * T, 4500 * T,
                   180ULL * 1000000000ULL, 8000 * GB, "NVIDIA HGX B200 datasheet"));
+  per_op(v.back(), 148, kCudaTiles, 0.8, 0.5, 0.4, bw_src);
   // NVIDIA GB200 NVL72 datasheet (72 GPUs): FP32 5,760 TF; TF32 180, BF16 360, FP8 720 PF and
   // INT8 720 POPS with sparsity; 13.4 TB HBM3e, 576 TB/s. Per GPU, dense: /72, then /2.
   v.push_back(gpu("gb200", "NVIDIA Blackwell GPU of a GB200 superchip (NVL72)", 80 * T, 1250 * T, 2500 * T,
                   5000 * T, 5000 * T, 186ULL * 1000000000ULL, 8000 * GB, "NVIDIA GB200 NVL72 datasheet"));
+  per_op(v.back(), 148, kCudaTiles, 0.8, 0.5, 0.4, bw_src);
+  // AMD Instinct MI300X datasheet: FP32 matrix 163.4 TF, TF32 653.7, BF16 1,307.4, FP8 2,614.9,
+  // INT8 2,614.9 TOPS (dense); 192 GB HBM3, 5.3 TB/s; 304 compute units.
+  v.push_back(gpu("mi300x", "AMD Instinct MI300X 192GB", 163.4 * T, 653.7 * T, 1307.4 * T, 2614.9 * T, 2614.9 * T,
+                  192ULL * 1000000000ULL, 5300 * GB, "AMD Instinct MI300X datasheet"));
+  per_op(v.back(), 304, kCudaTiles, 781.9 / 1300.0, 0.35, 0.3,
+         "304 CUs: MI300X datasheet; gemm_eff: MAMF 781.9/1300 (ml-engineering, ROCm 6.2); attention 0.35/0.30 of "
+         "peak is an assumption (no published CK flash-attention fraction in the sources)");
   return v;
 }
 

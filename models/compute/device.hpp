@@ -3,6 +3,9 @@
 // dtype, HBM bandwidth and capacity, and default efficiencies; op time by roofline:
 //   t = max(flops / (peak[dtype] x flops_eff), bytes / (hbm_Bps x mem_eff)) + launch_s.
 // Peaks are dense (no 2:4 sparsity). Units: FLOP/s, bytes, bytes/s, seconds.
+// The per-op model (gemm.hpp, attention.hpp, op_cost.hpp) uses the shape-aware fields below
+// (compute units, GEMM tiles, gemm_eff, attention efficiencies); op_time_s stays the roofline
+// of ops that carry no shape (imported traces).
 #include <cstdint>
 #include <map>
 #include <string>
@@ -14,6 +17,11 @@ namespace shardsim::compute {
 enum class MathType : std::uint8_t { fp32, tf32, bf16, fp16, fp8, int8 };
 const char* to_string(MathType m);
 
+/// An output tile of a GEMM kernel (rows x columns of C one compute unit produces per pass).
+struct GemmTile {
+  std::uint32_t m = 0, n = 0;
+};
+
 struct Device {
   std::string name;         ///< "h100", "tpu-v3", ...
   std::string description;
@@ -24,6 +32,17 @@ struct Device {
   double mem_eff = 0.8;     ///< achievable fraction of HBM bandwidth
   double launch_s = 0;      ///< per-op launch / dispatch overhead
   std::string source;       ///< datasheet or paper for the numbers above
+
+  // Per-op model (models/compute/op_cost.hpp). A GEMM runs in waves of output tiles, one
+  // tile per compute unit at a time (NVIDIA "Matrix Multiplication Background User's Guide",
+  // sections "Tile quantization" and "Wave quantization").
+  std::uint32_t compute_units = 0;    ///< SMs (NVIDIA), CUs (AMD), MXUs (TPU)
+  std::vector<GemmTile> gemm_tiles;   ///< tiles the GEMM library chooses from (fastest wins)
+  std::uint32_t gemm_tile_k = 64;     ///< K step of the main loop (K is padded to it)
+  double gemm_eff = 0.7;              ///< fraction of peak a full wave of tiles sustains
+  double attn_fwd_eff = 0.5;          ///< fused (flash) attention forward, fraction of peak
+  double attn_bwd_eff = 0.4;          ///< fused attention backward, fraction of peak
+  std::string compute_source;         ///< where units, tiles and the efficiencies come from
 
   /// Peak for `m`; falls back to bf16 then fp32 when the chip has no such unit. Throws
   /// std::out_of_range if neither exists (never for presets).

@@ -78,7 +78,9 @@ RankProgram build_replay(const Workload& w, const compute::Device& dev, const St
                                                               units::format_bytes(col.size_bytes), col.group_size)
                                                 : std::string());
     } else {
-      const double dur = (c.measured_compute && o.measured_s) ? *o.measured_s : dev.op_time_s(o.flops, o.bytes, math);
+      const double dur = (c.measured_compute && o.measured_s) ? *o.measured_s
+                         : o.shape ? compute::op_time_s(dev, *o.shape, math, o.phase == OpPhase::backward)
+                                   : dev.op_time_s(o.flops, o.bytes, math);
       op_of[i] = p.compute(node_phase(o.phase), dur, deps,
                            c.record_timeline ? fmt::format("{} ({})", o.name, phase_name(o.phase)) : std::string());
     }

@@ -103,7 +103,9 @@ class StrategyBuilder {
     op_time_.resize(n);
     for (std::size_t i = 0; i < n; ++i) {
       const auto& o = w_.ops[i];
-      op_time_[i] = (c_.measured_compute && o.measured_s) ? *o.measured_s : dev_.op_time_s(o.flops, o.bytes, math_);
+      op_time_[i] = (c_.measured_compute && o.measured_s) ? *o.measured_s
+                    : o.shape ? compute::op_time_s(dev_, *o.shape, math_, o.phase == OpPhase::backward)
+                              : dev_.op_time_s(o.flops, o.bytes, math_);
       if (o.phase == OpPhase::backward) {
         last_bwd_[o.unit] = i;
         if (first_bwd_[o.unit] == n) first_bwd_[o.unit] = i;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "models/collectives/collective.hpp"
+#include "models/compute/op_cost.hpp"
 
 namespace shardsim::step {
 
@@ -25,6 +26,7 @@ struct WorkOp {
   double bytes = 0;                     ///< HBM bytes read + written
   std::uint64_t activation_bytes = 0;   ///< saved for backward (forward ops)
   std::optional<double> measured_s;     ///< measured duration (imported traces)
+  std::optional<compute::OpShape> shape;  ///< kernels for the per-op model (zoo workloads)
 };
 
 /// A collective as the source trace recorded it: kind, size S in the nccl-tests convention
@@ -46,6 +48,7 @@ struct RecordedOp {
   std::optional<double> measured_s;
   std::optional<RecordedCollective> collective;
   std::vector<std::size_t> deps;
+  std::optional<compute::OpShape> shape;  ///< kernels for the per-op model (zoo workloads)
 };
 
 struct ParamTensor {

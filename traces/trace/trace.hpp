@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/collectives/collective.hpp"
+#include "models/compute/op_cost.hpp"
 
 namespace shardsim::trace {
 
@@ -68,6 +69,9 @@ struct Op {
   std::optional<double> duration_s;    ///< measured duration (imported traces)
   std::optional<Collective> collective;
   std::vector<std::uint64_t> deps;     ///< ids of earlier ops this op waits for
+  /// The kernels of the op (models/compute/op_cost.hpp), set by the zoo; the step times an op
+  /// that has one by the per-op model instead of the roofline. Not part of the file format.
+  std::optional<compute::OpShape> shape;
 };
 
 struct Trace {

@@ -43,6 +43,7 @@ step::Workload to_workload(const Trace& t) {
     rec.flops = op.flops;
     rec.bytes = op.bytes;
     rec.measured_s = op.duration_s;
+    rec.shape = op.shape;
     if (op.collective) {
       rec.collective = step::RecordedCollective{op.collective->kind, op.collective->size_bytes, op.collective->group_size};
     }
@@ -62,6 +63,7 @@ step::Workload to_workload(const Trace& t) {
     o.bytes = op.bytes;
     o.activation_bytes = op.activation_bytes;
     o.measured_s = op.duration_s;
+    o.shape = op.shape;
     w.ops.push_back(o);
   }
   return w;

@@ -26,7 +26,7 @@ class Builder {
     t_.seq_len = seq;
   }
   void fwd(std::string name, std::uint32_t unit, double flops, double bytes, std::vector<Tensor> params,
-           double activation_bytes) {
+           double activation_bytes, std::optional<compute::OpShape> shape = std::nullopt) {
     trace::Op op;
     op.id = t_.ops.size();
     op.name = std::move(name);
@@ -38,6 +38,7 @@ class Builder {
     op.params = std::move(params);
     op.activation_bytes = static_cast<std::uint64_t>(activation_bytes);
     if (!t_.ops.empty()) op.deps.push_back(t_.ops.back().id);
+    op.shape = std::move(shape);
     t_.ops.push_back(std::move(op));
   }
   trace::Trace finish(nlohmann::json config) {
@@ -50,6 +51,7 @@ class Builder {
       b.unit = t_.ops[i].unit;
       b.flops = 2.0 * t_.ops[i].flops;
       b.bytes = 2.0 * t_.ops[i].bytes;
+      b.shape = t_.ops[i].shape;  // the same kernels, timed backward (op_cost.hpp)
       b.deps.push_back(t_.ops.back().id);
       t_.ops.push_back(std::move(b));
     }
@@ -63,7 +65,33 @@ class Builder {
 
 double d(std::uint64_t v) { return static_cast<double>(v); }
 
+compute::OpShape elementwise(double fwd_bytes, double bwd_bytes, std::uint32_t fwd_kernels, std::uint32_t bwd_kernels) {
+  compute::OpShape s;
+  s.ew_bytes_fwd = fwd_bytes;
+  s.ew_bytes_bwd = bwd_bytes;
+  s.ew_kernels_fwd = fwd_kernels;
+  s.ew_kernels_bwd = bwd_kernels;
+  return s;
+}
+
 }  // namespace
+
+compute::LayerShape layer_shape(const TransformerConfig& c, std::uint64_t batch, std::uint64_t seq) {
+  compute::LayerShape s;
+  s.hidden = c.d_model;
+  s.heads = c.heads;
+  s.kv_heads = c.kv_heads;
+  s.ffn = c.ffn;
+  s.seq = seq;
+  s.micro_batch = batch;
+  s.gated = c.gated_ffn;
+  s.flash = c.flash_attention;
+  s.causal = !c.encoder;
+  s.dropout = c.dropout;
+  s.rotary = c.learned_positions == 0 && !c.encoder;
+  s.fused_qkv = c.fused_qkv;
+  return s;
+}
 
 trace::Trace transformer_trace(const std::string& name, const TransformerConfig& c, std::uint64_t batch,
                                std::uint64_t seq) {
@@ -96,12 +124,23 @@ trace::Trace transformer_trace(const std::string& name, const TransformerConfig&
     for (auto& t : norm("embed.norm")) emb.push_back(t);
     emb_flops = norm_flops;
   }
-  b.fwd("embed", 0, emb_flops, 2.0 * act * T * h, std::move(emb), c.encoder ? act * T * h : 0.0);
+  // Kernels: the gather (read and write T x h); backward zeroes the fp32 V x h gradient and
+  // scatter-adds T x h rows into it. BERT's embedding LayerNorm adds a norm's passes.
+  compute::OpShape emb_k = elementwise(2.0 * act * T * h, act * T * h + 4.0 * V * h, 1, 2);
+  if (c.encoder) {
+    emb_k.ew_bytes_fwd += 2.0 * act * T * h;
+    emb_k.ew_bytes_bwd += 3.0 * act * T * h;
+    emb_k.ew_kernels_fwd += 1;
+    emb_k.ew_kernels_bwd += 2;
+  }
+  b.fwd("embed", 0, emb_flops, 2.0 * act * T * h, std::move(emb), c.encoder ? act * T * h : 0.0, emb_k);
 
+  // The kernels of every layer, in the order of the ops below (transformer_cost.hpp).
+  const std::vector<compute::LayerOp> k = compute::layer_ops(layer_shape(c, batch, seq));
   for (std::uint64_t l = 0; l < c.layers; ++l) {
     const auto u = static_cast<std::uint32_t>(l + 1);
     const std::string p = fmt::format("layers.{}", l);
-    b.fwd(p + ".norm1", u, norm_flops, 2.0 * act * T * h, norm(p + ".norm1"), act * T * h);
+    b.fwd(p + ".norm1", u, norm_flops, 2.0 * act * T * h, norm(p + ".norm1"), act * T * h, k[0].shape);
     std::vector<Tensor> qkv{mat(p + ".attn.q", c.d_model, c.d_model), mat(p + ".attn.k", c.d_model, dkv),
                             mat(p + ".attn.v", c.d_model, dkv)};
     if (c.biases) {
@@ -109,35 +148,39 @@ trace::Trace transformer_trace(const std::string& name, const TransformerConfig&
       qkv.push_back(vec(p + ".attn.k.bias", dkv));
       qkv.push_back(vec(p + ".attn.v.bias", dkv));
     }
-    b.fwd(p + ".attn.qkv", u, 2.0 * T * h * (h + 2 * kv), act * T * (2 * h + 2 * kv), std::move(qkv), act * T * h);
+    b.fwd(p + ".attn.qkv", u, 2.0 * T * h * (h + 2 * kv), act * T * (2 * h + 2 * kv), std::move(qkv), act * T * h,
+          k[1].shape);
     // Scores and values: 2 b s^2 h each (QK^T, AV); softmax ~5 FLOPs per score.
     const double attn_flops = 4.0 * B * s * s * h + 5.0 * B * a * s * s;
     double attn_saved = act * T * (h + 2 * kv);  // Q, K, V
     double attn_bytes = act * T * (2 * h + 2 * kv);
     if (c.flash_attention) {
-      attn_saved += act * T * h + 4.0 * B * a * s;  // output O, fp32 log-sum-exp per row
+      // fp32 log-sum-exp per row; the output O is the saved input of attn.out (Korthikanti et
+      // al. 2022's 34 s b h less the s^2 terms, as models/parallel/memory_activations.cpp).
+      attn_saved += 4.0 * B * a * s;
     } else {
       // softmax output 2as^2b, dropout mask as^2b, dropout output 2as^2b (Korthikanti sec. 4.1)
       attn_saved += (c.dropout ? 5.0 : 2.0) * B * a * s * s;
       attn_bytes += 3.0 * act * B * a * s * s;  // write scores, softmax read + write
     }
-    b.fwd(p + ".attn.core", u, attn_flops, attn_bytes, {}, attn_saved);
+    b.fwd(p + ".attn.core", u, attn_flops, attn_bytes, {}, attn_saved, k[2].shape);
     b.fwd(p + ".attn.out", u, 2.0 * T * h * h, 2.0 * act * T * h,
           with_bias({mat(p + ".attn.o", c.d_model, c.d_model)}, p + ".attn.o", c.d_model),
-          act * T * h + (c.dropout ? T * h : 0.0));
-    b.fwd(p + ".norm2", u, norm_flops, 2.0 * act * T * h, norm(p + ".norm2"), act * T * h);
+          act * T * h + (c.dropout ? T * h : 0.0), k[3].shape);
+    b.fwd(p + ".norm2", u, norm_flops, 2.0 * act * T * h, norm(p + ".norm2"), act * T * h, k[4].shape);
     if (c.gated_ffn) {
       b.fwd(p + ".mlp.gate_up", u, 4.0 * T * h * f, act * T * (h + 2 * f),
-            {mat(p + ".mlp.gate", c.d_model, c.ffn), mat(p + ".mlp.up", c.d_model, c.ffn)}, act * T * h);
-      b.fwd(p + ".mlp.act", u, 4.0 * T * f, act * T * 3 * f, {}, 2.0 * act * T * f);  // silu(gate) * up
-      b.fwd(p + ".mlp.down", u, 2.0 * T * f * h, act * T * (f + h), {mat(p + ".mlp.down", c.ffn, c.d_model)}, act * T * f);
+            {mat(p + ".mlp.gate", c.d_model, c.ffn), mat(p + ".mlp.up", c.d_model, c.ffn)}, act * T * h, k[5].shape);
+      b.fwd(p + ".mlp.act", u, 4.0 * T * f, act * T * 3 * f, {}, 2.0 * act * T * f, k[6].shape);  // silu(gate) * up
+      b.fwd(p + ".mlp.down", u, 2.0 * T * f * h, act * T * (f + h), {mat(p + ".mlp.down", c.ffn, c.d_model)}, act * T * f,
+            k[7].shape);
     } else {
       b.fwd(p + ".mlp.fc1", u, 2.0 * T * h * f, act * T * (h + f),
-            with_bias({mat(p + ".mlp.fc1", c.d_model, c.ffn)}, p + ".mlp.fc1", c.ffn), act * T * h);
-      b.fwd(p + ".mlp.act", u, 8.0 * T * f, 2.0 * act * T * f, {}, act * T * f);  // GELU (tanh form)
+            with_bias({mat(p + ".mlp.fc1", c.d_model, c.ffn)}, p + ".mlp.fc1", c.ffn), act * T * h, k[5].shape);
+      b.fwd(p + ".mlp.act", u, 8.0 * T * f, 2.0 * act * T * f, {}, act * T * f, k[6].shape);  // GELU (tanh form)
       b.fwd(p + ".mlp.fc2", u, 2.0 * T * f * h, act * T * (f + h),
             with_bias({mat(p + ".mlp.fc2", c.ffn, c.d_model)}, p + ".mlp.fc2", c.d_model),
-            act * T * f + (c.dropout ? T * h : 0.0));
+            act * T * f + (c.dropout ? T * h : 0.0), k[7].shape);
     }
   }
 
@@ -157,11 +200,19 @@ trace::Trace transformer_trace(const std::string& name, const TransformerConfig&
     b.fwd("mlm.head", head, 2.0 * Tm * h * h + 2.0 * Tm * h * V + 5.0 * Tm * V, act * Tm * (2 * h + 2 * V), std::move(mlm),
           act * Tm * (2 * h + V));
   } else {
-    b.fwd("final_norm", head, norm_flops, 2.0 * act * T * h, norm("final_norm"), act * T * h);
+    b.fwd("final_norm", head, norm_flops, 2.0 * act * T * h, norm("final_norm"), act * T * h,
+          elementwise(2.0 * act * T * h, 3.0 * act * T * h, 1, 2));
     std::vector<Tensor> lm;
     if (!c.tied_embeddings) lm.push_back(mat("lm_head", c.d_model, c.vocab));
     // Logits (2ThV) and softmax cross-entropy (~5 FLOPs per logit); saved: input and logits.
-    b.fwd("lm_head", head, 2.0 * T * h * V + 5.0 * T * V, act * T * (h + 2 * V), std::move(lm), act * T * (h + V));
+    // Kernels: the logits GEMM; cross-entropy as PyTorch runs it on 16-bit logits: cast to
+    // fp32 (read 2, write 4 bytes per logit), log_softmax (read 4, write 4), the NLL gather;
+    // backward the NLL gradient (write 4), log_softmax backward (read 8, write 4) and the cast
+    // back (read 4, write 2): 14 and 22 bytes per logit, three kernels each way.
+    compute::OpShape lm_k = elementwise((act + 12.0) * T * V, (act + 20.0) * T * V, 3, 3);
+    lm_k.gemms.push_back({batch * seq, c.vocab, c.d_model, 1});
+    b.fwd("lm_head", head, 2.0 * T * h * V + 5.0 * T * V, act * T * (h + 2 * V), std::move(lm), act * T * (h + V),
+          std::move(lm_k));
   }
   nlohmann::json cfg = {{"family", c.encoder ? "encoder-transformer" : "decoder-transformer"},
                         {"layers", c.layers}, {"d_model", c.d_model}, {"heads", c.heads}, {"kv_heads", c.kv_heads},
@@ -226,7 +277,9 @@ ModelInfo gpt3(std::string name, std::string size, std::uint64_t L, std::uint64_
   m.source = "Brown et al. 2020, Table 2.1";
   m.published_params = pub;
   m.default_seq = 2048;
-  m.transformer = {L, dm, heads, heads, 4 * dm, 50257, 2048, 0, false, true, false, true, false, true, false};
+  // Flash attention: decoders train with it by default (PyTorch SDPA, Megatron-LM
+  // --use-flash-attn), so the s x s scores are neither stored nor timed as HBM traffic.
+  m.transformer = {L, dm, heads, heads, 4 * dm, 50257, 2048, 0, false, true, false, true, false, true, true, true};
   return m;
 }
 
@@ -239,7 +292,8 @@ ModelInfo llama(std::string name, std::string desc, std::string src, std::uint64
   m.source = std::move(src);
   m.published_params = pub;
   m.default_seq = seq;
-  m.transformer = {L, dm, heads, kvh, ffn, vocab, 0, 0, true, false, true, false, false, false, true};
+  // Three Q, K, V projections (wq, wk, wv in the reference code and torchtitan).
+  m.transformer = {L, dm, heads, kvh, ffn, vocab, 0, 0, true, false, true, false, false, false, true, false};
   return m;
 }
 
@@ -252,7 +306,7 @@ ModelInfo bert(std::string name, std::string size, std::uint64_t L, std::uint64_
   m.source = "Devlin et al. 2018, sec. 3";
   m.published_params = pub;
   m.default_seq = 512;
-  m.transformer = {L, dm, heads, heads, 4 * dm, 30522, 512, 2, false, true, false, true, true, true, false};
+  m.transformer = {L, dm, heads, heads, 4 * dm, 30522, 512, 2, false, true, false, true, true, true, false, true};
   return m;
 }
 
@@ -302,9 +356,11 @@ const ModelInfo& find_model(const std::string& name, const std::string& where) {
   throw ConfigError(where, fmt::format("unknown model '{}'", name), "one of " + valid);
 }
 
-trace::Trace generate(const ModelInfo& m, std::uint64_t batch, std::uint64_t seq) {
+trace::Trace generate(const ModelInfo& m, std::uint64_t batch, std::uint64_t seq, std::optional<bool> flash) {
   if (m.resnet) return resnet50_trace(batch);
-  return transformer_trace(m.name, m.transformer, batch, seq == 0 ? m.default_seq : seq);
+  TransformerConfig c = m.transformer;
+  if (flash) c.flash_attention = *flash;
+  return transformer_trace(m.name, c, batch, seq == 0 ? m.default_seq : seq);
 }
 
 }  // namespace shardsim::zoo

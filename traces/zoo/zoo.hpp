@@ -11,15 +11,25 @@
 //    lookup (input embeddings when untied, position and token-type embeddings).
 //  - Activations are 16-bit; saved bytes per transformer layer follow Korthikanti et al. 2022,
 //    "Reducing Activation Recomputation in Large Transformer Models", sec. 4.1: 34 s b h +
-//    5 a s^2 b with dropout (GPT-3, BERT); Llama models use flash attention (Dao et al. 2022)
-//    and no dropout, so they keep Q, K, V, O and the softmax statistics instead of the s^2
-//    terms, and a SwiGLU MLP saves its input and its three f-wide intermediates.
+//    5 a s^2 b with dropout (BERT: unfused attention); decoders (GPT-3, Llama) use flash
+//    attention (Dao et al. 2022), so they keep Q, K, V, O and the softmax statistics instead of
+//    the s^2 terms (the probabilities' dropout mask is regenerated in the kernel), GPT-3 keeps
+//    the 1-byte masks of its two other dropouts (sbh each), Llama has no dropout, and a SwiGLU
+//    MLP saves its input and its three f-wide intermediates.
 //  - Units: transformers 0 = embeddings, 1..L = layers, L+1 = head; ResNet-50 0 = stem, one
 //    unit per bottleneck block, last = classifier.
+//  - Kernels: every op of a transformer (but BERT's pre-training heads) carries its OpShape
+//    (models/compute/op_cost.hpp): the layers' from compute::layer_ops (transformer_cost.hpp,
+//    one tp rank of 1, 16-bit elements), the embedding, final norm and LM head (GEMM plus an
+//    fp32 softmax cross-entropy) below; the step times them by the per-op model. Decoders
+//    (GPT-3, Llama) run flash attention (causal), as PyTorch's SDPA and Megatron-LM do by
+//    default; BERT runs unfused attention. ResNet-50 carries no shapes (roofline).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "models/compute/transformer_cost.hpp"
 #include "traces/trace/trace.hpp"
 
 namespace shardsim::zoo {
@@ -33,8 +43,9 @@ struct TransformerConfig {
   bool rmsnorm = false;                 ///< RMSNorm (d params) instead of LayerNorm (2d)
   bool tied_embeddings = true;
   bool encoder = false;                 ///< BERT: pooler, MLM head on 15 % of tokens, NSP
-  bool dropout = true;
+  bool dropout = true;                  ///< dropout > 0: masks saved (and timed) where it applies
   bool flash_attention = false;
+  bool fused_qkv = true;                ///< one QKV GEMM; Llama's reference code has three
 };
 
 struct ModelInfo {
@@ -53,10 +64,13 @@ const std::vector<ModelInfo>& models();
 const ModelInfo& find_model(const std::string& name, const std::string& where);
 
 /// Trace of one replica's micro-batch of `batch` samples (seq 0 = model default; ignored by
-/// ResNet-50). Throws ConfigError for batch 0. O(layers) ops.
-trace::Trace generate(const ModelInfo& m, std::uint64_t batch, std::uint64_t seq);
+/// ResNet-50); `flash` overrides the model's attention (unset: its default). Throws
+/// ConfigError for batch 0. O(layers) ops.
+trace::Trace generate(const ModelInfo& m, std::uint64_t batch, std::uint64_t seq, std::optional<bool> flash = std::nullopt);
 trace::Trace transformer_trace(const std::string& name, const TransformerConfig& c, std::uint64_t batch,
                                std::uint64_t seq);
+/// The kernels of one layer of `c` for a micro-batch of `batch` x `seq` tokens (tp = 1).
+compute::LayerShape layer_shape(const TransformerConfig& c, std::uint64_t batch, std::uint64_t seq);
 trace::Trace resnet50_trace(std::uint64_t batch);
 
 }  // namespace shardsim::zoo

@@ -76,8 +76,8 @@ TEST_CASE("a sharded step at flow fidelity: the two subgroups' collectives share
   step::Workload w;
   w.name = "two-units";
   w.units = 2;
-  w.ops = {{step::OpPhase::forward, 0, 1e9, 0, 0, {}}, {step::OpPhase::forward, 1, 1e9, 0, 0, {}},
-           {step::OpPhase::backward, 1, 2e9, 0, 0, {}}, {step::OpPhase::backward, 0, 2e9, 0, 0, {}}};
+  w.ops = {{step::OpPhase::forward, 0, 1e9, 0, 0, {}, {}}, {step::OpPhase::forward, 1, 1e9, 0, 0, {}, {}},
+           {step::OpPhase::backward, 1, 2e9, 0, 0, {}, {}}, {step::OpPhase::backward, 0, 2e9, 0, 0, {}, {}}};
   w.params = {{"u0.w", 1000000, 0, 0, 0}, {"u1.w", 1000000, 1, 0, 0}};
   compute::Device dev;
   dev.name = "toy";

@@ -17,8 +17,8 @@ step::Workload toy_workload() {
   step::Workload w;
   w.name = "toy";
   w.units = 2;
-  w.ops = {{step::OpPhase::forward, 0, 1e12, 0, 100, {}}, {step::OpPhase::forward, 1, 1e12, 0, 300, {}},
-           {step::OpPhase::backward, 1, 2e12, 0, 0, {}}, {step::OpPhase::backward, 0, 2e12, 0, 0, {}}};
+  w.ops = {{step::OpPhase::forward, 0, 1e12, 0, 100, {}, {}}, {step::OpPhase::forward, 1, 1e12, 0, 300, {}, {}},
+           {step::OpPhase::backward, 1, 2e12, 0, 0, {}, {}}, {step::OpPhase::backward, 0, 2e12, 0, 0, {}, {}}};
   w.params = {{"u0.w", 1000, 0, 0, 0}, {"u1.w", 1000, 1, 0, 0}};
   return w;
 }

@@ -1,0 +1,41 @@
+#pragma once
+// Attention core time (softmax(Q K^T / sqrt(d)) V for `heads` query heads and `kv_heads` key /
+// value heads), fused (FlashAttention) or unfused.
+//
+// Fused (Dao et al. 2022, "FlashAttention"; Dao 2023, "FlashAttention-2", arXiv 2307.08691):
+//  - FLOPs executed: forward 4 b a s_q s_kv d (the two matmuls), halved when causal (the
+//    kernel skips the masked blocks: Dao 2023, sec. 3.1); backward 2.5x forward (five matmuls
+//    instead of two: Dao 2023, sec. 4.1).
+//  - HBM traffic: forward reads Q, K, V and writes O and the fp32 log-sum-exp per row;
+//    backward reads Q, K, V, O, dO and the statistics, writes dQ, dK, dV, and accumulates dQ
+//    in fp32 (read + write). The s x s scores never reach HBM.
+//  - t = max(flops / (peak x attn_{fwd,bwd}_eff), bytes / (hbm_Bps x mem_eff)) + kernels x
+//    launch_s (forward 1 kernel; backward 3: the dO.O preprocessing, the main kernel and the
+//    dQ conversion, as FlashAttention-2's backward launches them).
+// Unfused (Megatron-LM's path without flash; Korthikanti et al. 2022, sec. 4.1): two batched
+// GEMMs per direction through gemm.hpp (Q K^T and P V forward; dV, dP, dQ, dK backward) over
+// the full s_q x s_kv square (masking does not skip work), plus the scale-mask-softmax kernel
+// (reads the scores, writes the probabilities), and with dropout > 0 a dropout kernel that
+// also writes a one-byte mask; backward the softmax and dropout gradients. Every pass over the
+// b a s_q s_kv scores is HBM traffic at hbm_Bps x mem_eff.
+#include <cstdint>
+
+#include "models/compute/device.hpp"
+
+namespace shardsim::compute {
+
+struct AttentionShape {
+  std::uint64_t batch = 0, heads = 0, kv_heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
+  bool causal = true;
+  bool flash = true;
+  bool dropout = false;  ///< dropout on the probabilities (unfused: a mask kernel)
+};
+
+/// FLOPs the fused kernel executes (causal halved); backward 2.5x forward.
+double flash_attention_flops(const AttentionShape& a, bool backward);
+/// HBM bytes of the fused kernel, elements of `e` bytes (statistics fp32).
+double flash_attention_bytes(const AttentionShape& a, double e, bool backward);
+/// Time of the attention core, forward or backward, seconds (launch overhead included).
+double attention_time_s(const Device& d, const AttentionShape& a, MathType m, bool backward);
+
+}  // namespace shardsim::compute
