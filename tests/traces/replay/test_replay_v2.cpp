@@ -1,0 +1,220 @@
+// Replay of a format-v2 trace (models/step/replay.hpp, issue 12): every rank's recorded graph
+// on one executor, each collective on its own process group, collectives of different groups
+// concurrent on one shared flow network.
+//  - tests/data/traces/two_groups_8ranks.json: 8 ranks, groups dp_a = {0,1,4,5} and
+//    dp_b = {2,3,6,7}; each rank: forward 1 ms, a 16 MiB all-reduce on its group, update
+//    0.5 ms (measured durations). Both all-reduces start at 1 ms.
+//    * On a fat tree with two leaves of four hosts and one spine, each group's ring
+//      0->1->4->5->0 (2->3->6->7->2) crosses the leaves' uplinks in both directions (1->4 and
+//      5->0; 3->6 and 7->2). Ring all-reduce: 2(n-1) = 6 steps, each rank sending S/n; every
+//      rank of a step waits for one cross-leaf transfer (rank-local barrier,
+//      models/collectives/collective.hpp), so a step takes the cross route's latency (4 links)
+//      plus (S/n) / (its rate on the uplink): U alone, U/2 with the other group in flight (two
+//      flows on one uplink, max-min fair: SimGrid lmm, sim/flow_network.hpp).
+//    * On a non-blocking switch the groups' routes are disjoint: exactly the isolated time,
+//      6 x (2 lat + (S/n)/B).
+//  - The Chakra fixture imported with every rank's ops replays on its 4 ranks to the time of
+//    `shardsim collective` (the function behind it).
+//  - A point-to-point send/recv pair: a rendezvous, then the transfer.
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "analysis/commands/collective_run.hpp"
+#include "models/step/step.hpp"
+#include "models/step/topology_comm.hpp"
+#include "sim/error.hpp"
+#include "topologies/load.hpp"
+#include "traces/importers/native.hpp"
+#include "traces/trace/trace.hpp"
+#include "traces/trace/workload.hpp"
+
+using namespace shardsim;
+
+namespace {
+
+const std::string kTwoGroups = std::string(SHARDSIM_SOURCE_DIR) + "/tests/data/traces/two_groups_8ranks.json";
+constexpr double kS = 16.0 * (1 << 20);  // the trace's all-reduce
+constexpr double kForward = 1e-3, kUpdate = 0.5e-3;
+
+step::StepConfig replay_config() {
+  step::StepConfig c;
+  c.strategy = step::Strategy::trace;
+  c.optimizer = &opt::find_optimizer("adam", "t");
+  c.dp = 8;
+  c.measured_compute = true;
+  return c;
+}
+
+step::StepResult replay(const step::Workload& w, const std::string& topo_spec, step::Fidelity f,
+                        bool timeline = false) {
+  const auto topo = topo::make_topology(topo_spec, "--topology");
+  step::TopologyComm comm(topo, f, "ring", {}, coll::CollectiveOp{}.element_bytes);
+  auto c = replay_config();
+  c.record_timeline = timeline;
+  return step::simulate_step(w, compute::find_device("h100", "t"), c, comm);
+}
+
+double isolated(const std::string& topo_spec, const std::vector<int>& group) {
+  const auto topo = topo::make_topology(topo_spec, "--topology");
+  step::TopologyComm comm(topo, step::Fidelity::flow, "ring", {}, coll::CollectiveOp{}.element_bytes);
+  return comm.time_s(coll::OpKind::allreduce, static_cast<std::uint64_t>(kS), group);
+}
+
+}  // namespace
+
+TEST_CASE("v2 trace, two groups of 4 sharing the leaf uplinks: both all-reduces in flight, each at half the uplink") {
+  const std::string ft = "fat_tree:hosts=8,hosts_per_leaf=4,bw=100GB/s,uplink_bw=25GB/s,spines=1,lat=1us";
+  const double lat = 1e-6, U = 25e9, n = 4;
+  const double alone = 6 * (4 * lat + kS / n / U);
+  const double both = 6 * (4 * lat + kS / n / (U / 2));
+  // The isolated time is the derivation's (the collectives layer on the same ring and route).
+  CHECK(isolated(ft, {0, 1, 4, 5}) == doctest::Approx(alone).epsilon(1e-9));
+  CHECK(isolated(ft, {2, 3, 6, 7}) == doctest::Approx(alone).epsilon(1e-9));
+
+  const auto w = trace::to_workload(trace::load_trace(kTwoGroups));
+  REQUIRE(w.per_rank);
+  const auto r = replay(w, ft, step::Fidelity::flow, true);
+  CHECK(r.ranks == 8);
+  CHECK(r.ranks_simulated == 8);
+  REQUIRE(r.per_rank.size() == 8);
+  for (const auto& x : r.per_rank) {
+    CAPTURE(x.rank);
+    // Six steps, each ending at a flow completion rounded to the picosecond.
+    CHECK(std::abs(x.comm_s - both) <= 6e-12);
+    CHECK(std::abs(x.step_time_s - (kForward + both + kUpdate)) <= 1e-11);
+    CHECK(x.update_s == kUpdate);
+  }
+  CHECK(r.collectives == 1);  // rank 0's
+  // One timeline track per rank: 3 ops on each of the 8 ranks.
+  REQUIRE(r.timeline.size() == 24);
+  std::set<int> tracks;
+  for (const auto& iv : r.timeline) tracks.insert(iv.rank);
+  CHECK(tracks == std::set<int>{0, 1, 2, 3, 4, 5, 6, 7});
+
+  // Analytical fidelity: timers of each group's closed form, as if alone (no interaction).
+  const auto a = replay(w, ft, step::Fidelity::analytical);
+  const auto topo = topo::make_topology(ft, "--topology");
+  step::TopologyComm an(topo, step::Fidelity::analytical, "ring", {}, coll::CollectiveOp{}.element_bytes);
+  for (const auto& x : a.per_rank) {
+    CHECK(std::abs(x.comm_s - an.time_s(coll::OpKind::allreduce, static_cast<std::uint64_t>(kS), {0, 1, 4, 5})) <= 1e-12);
+  }
+}
+
+TEST_CASE("v2 trace, two groups of 4 on disjoint links: each all-reduce takes exactly its isolated time") {
+  const std::string sw = "switch:n=8,bw=100GB/s,lat=1us";
+  const double lat = 1e-6, B = 100e9, n = 4;
+  const double alone = 6 * (2 * lat + kS / n / B);
+  CHECK(isolated(sw, {0, 1, 4, 5}) == doctest::Approx(alone).epsilon(1e-9));
+  const auto w = trace::to_workload(trace::load_trace(kTwoGroups));
+  const auto r = replay(w, sw, step::Fidelity::flow);
+  REQUIRE(r.per_rank.size() == 8);
+  const Time expected = Time::from_seconds(isolated(sw, {0, 1, 4, 5}));
+  for (const auto& x : r.per_rank) {
+    CAPTURE(x.rank);
+    CHECK(std::abs(x.comm_s - expected.to_seconds()) <= 1e-12);
+    CHECK(std::abs(x.step_time_s - (kForward + alone + kUpdate)) <= 1e-11);
+  }
+}
+
+TEST_CASE("v2 trace: a rank in two groups runs their collectives on two streams, so they overlap") {
+  // Rank 0 is in {0,1} and {0,2}; both all-reduces are ready at 0. On separate streams they
+  // run at once (on a switch: disjoint except rank 0's own links, which each direction of the
+  // ring uses once per group: 0->1 and 0->2 share rank 0's uplink). On one stream they would
+  // take the sum of their times; here the step is shorter than that sum.
+  const auto t = trace::parse_trace(R"({"format": "shardsim-trace", "version": 2, "name": "x", "batch_per_replica": 1,
+    "ranks": [
+      {"rank": 0, "ops": [{"id": 1, "name": "a", "phase": "forward", "collective": {"kind": "allreduce", "size_bytes": 8388608, "ranks": [0, 1]}},
+                          {"id": 2, "name": "b", "phase": "forward", "collective": {"kind": "allreduce", "size_bytes": 8388608, "ranks": [0, 2]}}]},
+      {"rank": 1, "ops": [{"id": 1, "name": "a", "phase": "forward", "collective": {"kind": "allreduce", "size_bytes": 8388608, "ranks": [0, 1]}}]},
+      {"rank": 2, "ops": [{"id": 1, "name": "b", "phase": "forward", "collective": {"kind": "allreduce", "size_bytes": 8388608, "ranks": [0, 2]}}]}]})",
+                                    "x.json");
+  const std::string sw = "switch:n=3,bw=100GB/s,lat=1us";
+  const double one = [&] {
+    const auto topo = topo::make_topology(sw, "t");
+    step::TopologyComm comm(topo, step::Fidelity::flow, "ring", {}, coll::CollectiveOp{}.element_bytes);
+    return comm.time_s(coll::OpKind::allreduce, 8388608, {0, 1});
+  }();
+  const auto r = replay(trace::to_workload(t), sw, step::Fidelity::flow);
+  // Ring all-reduce on 2 ranks: 2 steps of S/2; with both groups, rank 0's uplink and downlink
+  // each carry two flows: every step at half rate: 2 x (2 lat + (S/2)/(B/2)).
+  const double S = 8388608, B = 100e9, lat = 1e-6;
+  CHECK(one == doctest::Approx(2 * (2 * lat + S / 2 / B)).epsilon(1e-9));
+  CHECK(std::abs(r.step_time_s - 2 * (2 * lat + S / 2 / (B / 2))) <= 1e-11);
+  CHECK(r.step_time_s < 2 * one);  // not serialised
+}
+
+TEST_CASE("v2 trace: a send/recv pair is a rendezvous, then the transfer") {
+  const auto t = trace::parse_trace(R"({"format": "shardsim-trace", "version": 2, "name": "pp", "batch_per_replica": 1,
+    "ranks": [
+      {"rank": 0, "ops": [{"id": 1, "name": "stage0", "phase": "forward", "duration_s": 0.001},
+                          {"id": 2, "name": "send.act", "phase": "forward", "p2p": {"kind": "send", "peer": 1, "size_bytes": 1048576}, "deps": [1]}]},
+      {"rank": 1, "ops": [{"id": 1, "name": "recv.act", "phase": "forward", "p2p": {"kind": "recv", "peer": 0, "size_bytes": 1048576}},
+                          {"id": 2, "name": "stage1", "phase": "forward", "duration_s": 0.002, "deps": [1]}]}]})",
+                                    "pp.json");
+  const std::string sw = "switch:n=2,bw=100GB/s,lat=1us";
+  const auto topo = topo::make_topology(sw, "t");
+  step::TopologyComm comm(topo, step::Fidelity::analytical, "auto", {}, coll::CollectiveOp{}.element_bytes);
+  const double transfer = comm.time_s(coll::OpKind::broadcast, 1048576, {0, 1});
+  // One transfer of S over two links (host -> switch -> host): 2 lat + S/B.
+  CHECK(transfer == doctest::Approx(2e-6 + 1048576 / 100e9).epsilon(1e-9));
+  const auto r = replay(trace::to_workload(t), sw, step::Fidelity::analytical);
+  REQUIRE(r.per_rank.size() == 2);
+  CHECK(std::abs(r.per_rank[0].step_time_s - (0.001 + transfer)) <= 1e-12);  // the send ends with the transfer
+  CHECK(std::abs(r.per_rank[1].step_time_s - (0.001 + transfer + 0.002)) <= 1e-12);
+  CHECK(std::abs(r.per_rank[1].comm_s - transfer) <= 1e-12);  // the receiver waits for the transfer
+  CHECK(r.step_time_s == r.per_rank[1].step_time_s);
+}
+
+TEST_CASE("v2 trace errors name the op: group beyond the topology, cycle, unmatched send, a member that never issues") {
+  auto run = [](const std::string& ranks_json, const std::string& topo = "switch:n=4,bw=100GB/s,lat=1us") {
+    const auto t = trace::parse_trace(
+        R"({"format": "shardsim-trace", "version": 2, "name": "bad", "batch_per_replica": 1, "ranks": )" + ranks_json + "}",
+        "bad.json");
+    const auto w = trace::to_workload(t);
+    try {
+      replay(w, topo, step::Fidelity::analytical);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string ar01 = R"("collective": {"kind": "allreduce", "size_bytes": 1024, "ranks": [0, 1]})";
+  const std::string ar012 = R"("collective": {"kind": "allreduce", "size_bytes": 1024, "ranks": [0, 1, 2]})";
+  // The two ranks issue their two collectives in opposite orders: NCCL would hang.
+  CHECK(run(R"([{"rank": 0, "ops": [{"id": 1, "name": "x", "phase": "forward", )" + ar01 +
+            R"(}, {"id": 2, "name": "y", "phase": "forward", )" + ar012 + R"(, "deps": [1]}]},
+                 {"rank": 1, "ops": [{"id": 1, "name": "y", "phase": "forward", )" + ar012 +
+            R"(}, {"id": 2, "name": "x", "phase": "forward", )" + ar01 + R"(, "deps": [1]}]},
+                 {"rank": 2, "ops": [{"id": 1, "name": "y", "phase": "forward", )" + ar012 + "}]}]") ==
+        "op 'y (allreduce 1 KiB, ranks 0,1,2)': dependency cycle op 'y (allreduce 1 KiB, ranks 0,1,2)' -> op 'x "
+        "(allreduce 1 KiB, ranks 0,1)' -> op 'y (allreduce 1 KiB, ranks 0,1,2)'; expected dependencies and stream "
+        "order without cycles");
+  // A send that no rank receives.
+  CHECK(run(R"([{"rank": 0, "ops": [{"id": 1, "name": "send.act", "phase": "forward", "p2p": {"kind": "send", "peer": 1, "size_bytes": 64, "tag": 3}}]},
+                 {"rank": 1, "ops": [{"id": 1, "name": "idle", "phase": "forward", "duration_s": 0.001}]}])") ==
+        "op 'send.act': send of 64 bytes from rank 0 to rank 1 (tag 3) without a matching receive; expected a recv on "
+        "rank 1 from rank 0 with tag 3");
+  // A process group naming a rank outside the topology.
+  CHECK(run(R"([{"rank": 0, "ops": [{"id": 1, "name": "ar", "phase": "forward", "collective": {"kind": "allreduce", "size_bytes": 64, "ranks": [0, 4]}}]}])") ==
+        "--topology: 4 devices, but op 'ar' (rank 0 of trace 'bad') has a process group member on rank 4; expected a "
+        "topology with at least 5 devices (a version 2 trace's rank r runs on device r)");
+  // A group member that the trace does not record, and one that issues fewer collectives.
+  CHECK(run(R"([{"rank": 0, "ops": [{"id": 1, "name": "ar", "phase": "forward", )" + ar012 + R"(}]},
+                 {"rank": 1, "ops": [{"id": 1, "name": "ar", "phase": "forward", )" + ar012 + "}]}]") ==
+        "bad/op 'ar' (rank 0 of trace 'bad'): has a process group member on rank 2, which the trace does not record (its "
+        "ranks: 0,1); expected peers and process group members that are ranks of the trace");
+  CHECK(run(R"([{"rank": 0, "ops": [{"id": 1, "name": "a1", "phase": "forward", )" + ar01 +
+            R"(}, {"id": 2, "name": "a2", "phase": "forward", )" + ar01 + R"(}]},
+                 {"rank": 1, "ops": [{"id": 1, "name": "a1", "phase": "forward", )" + ar01 + "}]}]") ==
+        "bad/op 'a2' (rank 0 of trace 'bad'): collective 2 of process group ranks 0,1 (allreduce on ranks 0,1), which "
+        "rank 1 never issues (it issues 1 of the group's 2); expected every member of a process group issuing each of "
+        "its collectives");
+  CHECK(run(R"([{"rank": 0, "ops": [{"id": 1, "name": "a", "phase": "forward", )" + ar01 + R"(}]},
+                 {"rank": 1, "ops": [{"id": 1, "name": "a", "phase": "forward", "collective": {"kind": "allgather", "size_bytes": 1024, "ranks": [0, 1]}}]}])") ==
+        "bad/op 'a' (rank 1 of trace 'bad'): collective 1 of process group ranks 0,1 is allgather of 1024 bytes here, "
+        "allreduce of 1024 bytes in op 'a' on rank 0; expected the same collective on every member (the n-th "
+        "collective of a group matches on every rank)");
+}
