@@ -218,3 +218,153 @@ TEST_CASE("v2 trace errors name the op: group beyond the topology, cycle, unmatc
         "allreduce of 1024 bytes in op 'a' on rank 0; expected the same collective on every member (the n-th "
         "collective of a group matches on every rank)");
 }
+
+// Chakra with one file per rank (issue 12): every rank's own ops (format v2).
+namespace {
+
+std::vector<std::string> chakra_fixture_files() {
+  std::vector<std::string> files;
+  for (int r = 0; r < 4; ++r) {
+    files.push_back(fmt::format("{}/chakra_et/all_reduce_4npus_1MB/all_reduce.{}.et", SHARDSIM_FIXTURES_DIR, r));
+  }
+  return files;
+}
+
+importers::ChakraNode chakra_node(std::uint64_t id, importers::ChakraNodeType type, std::vector<std::uint64_t> deps) {
+  importers::ChakraNode n;
+  n.id = id;
+  n.name = fmt::format("n{}", id);
+  n.type = type;
+  n.data_deps = std::move(deps);
+  n.duration_us = 10;
+  return n;
+}
+
+// Four rank files "job.<r>.et" given in the order 2, 0, 3, 1 (as a shell glob may list
+// them): per rank, compute (1) -> all-reduce of 1 MiB on the rank's tensor-parallel pair
+// (pg "tp0" = ranks 0,1 or "tp1" = 2,3) (2) -> all-reduce of 4 MiB without pg_name, on every
+// rank (3); rank 0 sends 64 KiB to rank 2 after (3), which receives it.
+std::vector<importers::ChakraTrace> tp_job() {
+  using T = importers::ChakraNodeType;
+  std::vector<importers::ChakraTrace> files;
+  for (const int r : {2, 0, 3, 1}) {
+    importers::ChakraTrace t;
+    t.source = fmt::format("/tmp/job.{}.et", r);
+    t.version = "0.0.4";
+    t.nodes.push_back(chakra_node(1, T::comp, {}));
+    auto tp = chakra_node(2, T::comm_coll, {1});
+    tp.comm_kind = importers::CommKind::all_reduce;
+    tp.comm_size_bytes = 1 << 20;
+    tp.pg_name = r < 2 ? "tp0" : "tp1";
+    t.nodes.push_back(tp);
+    auto dp = chakra_node(3, T::comm_coll, {2});
+    dp.comm_kind = importers::CommKind::all_reduce;
+    dp.comm_size_bytes = 4 << 20;
+    t.nodes.push_back(dp);
+    if (r == 0 || r == 2) {
+      auto p = chakra_node(4, r == 0 ? T::comm_send : T::comm_recv, {3});
+      p.comm_size_bytes = 64 << 10;
+      (r == 0 ? p.comm_dst : p.comm_src) = r == 0 ? 2 : 0;
+      t.nodes.push_back(p);
+    }
+    files.push_back(t);
+  }
+  return files;
+}
+
+importers::ImportOptions per_rank(std::map<std::string, std::vector<int>> comm_groups = {}) {
+  importers::ImportOptions o;
+  o.per_rank = comm_groups.empty();
+  o.comm_groups = std::move(comm_groups);
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("Chakra fixture, every rank's own ops (--per-rank): all 4 ranks replay to `shardsim collective`'s time") {
+  importers::ImportOptions io;
+  io.per_rank = true;
+  const auto t = importers::import_files(importers::Format::chakra, chakra_fixture_files(), io);
+  CHECK(t.version == 2);
+  CHECK(t.ranks() == std::vector<int>{0, 1, 2, 3});
+  REQUIRE(t.ops.size() == 4);
+  for (const auto& op : t.ops) CHECK(op.collective->ranks == std::vector<int>{0, 1, 2, 3});  // no pg_name: every rank
+  const auto w = trace::to_workload(trace::trace_from_json(trace::to_json(t), "round-trip"));
+  const std::string spec = "switch:n=4,bw=100GB/s,lat=1us";
+  for (const std::string fid : {"analytical", "flow"}) {
+    CAPTURE(fid);
+    // `shardsim collective --topology SPEC --op allreduce --bytes 1MiB --ranks 4 --fidelity FID`
+    const double expected = [&] {
+      cli::CollectiveOptions o;
+      o.topology = spec, o.op = "allreduce", o.bytes = "1MiB", o.ranks = 4, o.fidelity = fid;
+      return cli::run_collective(o).at(0).time_s;
+    }();
+    const auto topo = topo::make_topology(spec, "--topology");
+    step::TopologyComm comm(topo, step::fidelity_from_string(fid, "t"), "auto", {}, coll::CollectiveOp{}.element_bytes);
+    auto c = replay_config();
+    c.dp = 4;
+    c.record_timeline = true;
+    const auto r = step::simulate_step(w, compute::find_device("h100", "t"), c, comm);
+    CHECK(r.ranks == 4);
+    CHECK(r.ranks_simulated == 4);
+    REQUIRE(r.per_rank.size() == 4);
+    for (const auto& x : r.per_rank) {
+      CHECK(std::abs(x.step_time_s - expected) <= 0.5e-12);  // rounded once to the picosecond
+    }
+    REQUIRE(r.timeline.size() == 4);  // one interval on each rank's track
+    for (std::size_t k = 0; k < 4; ++k) CHECK(r.timeline[k].rank == static_cast<int>(k));
+  }
+}
+
+TEST_CASE("Chakra per rank: pg names mapped to ranks (inferred or --comm-groups), ranks from file names, send/recv") {
+  const auto t = importers::to_native(tp_job(), per_rank());
+  CHECK(t.ranks() == std::vector<int>{0, 1, 2, 3});  // from "job.<r>.et", not the order given
+  REQUIRE(t.process_groups.size() == 2);
+  CHECK(t.process_groups[0].name == "tp0");
+  CHECK(t.process_groups[0].ranks == std::vector<int>{0, 1});  // the ranks issuing collectives on "tp0"
+  CHECK(t.process_groups[1].ranks == std::vector<int>{2, 3});
+  REQUIRE(t.ops.size() == 14);
+  CHECK(*t.ops[0].rank == 0);
+  CHECK(t.ops[1].collective->group == t.process_groups[0].id);
+  CHECK(t.ops[2].collective->ranks == std::vector<int>{0, 1, 2, 3});
+  CHECK(!t.ops[2].collective->group);
+  CHECK(t.ops[3].p2p->send);
+  CHECK(t.ops[3].p2p->peer == 2);
+  CHECK(t.ops[8].collective->ranks == std::vector<int>{2, 3});  // rank 2's tp all-reduce
+  CHECK(!t.ops[10].p2p->send);
+  CHECK(t.config.at("process_groups_from") == "the ranks issuing collectives on each pg_name");
+
+  // Replayed: the two tp all-reduces run at once on disjoint pairs; then the 4-rank one; then
+  // the transfer. Analytical timers: every duration is the CommModel's; rank 2's step ends
+  // with the receive.
+  const std::string spec = "switch:n=4,bw=100GB/s,lat=1us";
+  const auto topo = topo::make_topology(spec, "--topology");
+  step::TopologyComm comm(topo, step::Fidelity::analytical, "ring", {}, coll::CollectiveOp{}.element_bytes);
+  auto c = replay_config();
+  c.dp = 4;
+  const auto r = step::simulate_step(trace::to_workload(t), compute::find_device("h100", "t"), c, comm);
+  const double tp = comm.time_s(coll::OpKind::allreduce, 1 << 20, {0, 1});
+  const double dp = comm.time_s(coll::OpKind::allreduce, 4 << 20, {0, 1, 2, 3});
+  const double send = comm.time_s(coll::OpKind::broadcast, 64 << 10, {0, 2});
+  REQUIRE(r.per_rank.size() == 4);
+  CHECK(std::abs(r.per_rank[1].step_time_s - (10e-6 + tp + dp)) <= 3e-12);
+  CHECK(std::abs(r.per_rank[2].step_time_s - (10e-6 + tp + dp + send)) <= 4e-12);
+
+  // --comm-groups: the mapping as given; a pg name it lacks, or one that leaves out the
+  // op's rank, is an error.
+  const auto mapped = importers::to_native(tp_job(), per_rank({{"tp0", {1, 0}}, {"tp1", {2, 3}}}));
+  CHECK(mapped.process_groups[0].ranks == std::vector<int>{1, 0});
+  CHECK(mapped.config.at("process_groups_from") == "--comm-groups");
+  CHECK_THROWS_WITH_AS(importers::to_native(tp_job(), per_rank({{"tp0", {0, 1}}})),
+                       "--comm-groups: no process group 'tp1' (the traces' collectives name it); expected every "
+                       "pg_name of the traces mapped to its ranks",
+                       ConfigError);
+  CHECK_THROWS_WITH_AS(importers::to_native(tp_job(), per_rank({{"tp0", {0, 2}}, {"tp1", {1, 3}}})),
+                       "/tmp/job.0.et/ranks/1/ops/1/collective: op 'n2' on rank 1 runs on a process group without it "
+                       "(0,2); expected a process group that holds the op's rank",
+                       ConfigError);
+  CHECK_THROWS_WITH_AS(importers::parse_comm_groups(R"({"tp0": [0, 0]})", "g.json"),
+                       "g.json/tp0/1: rank 0 twice; expected each rank once", ConfigError);
+  CHECK_THROWS_WITH_AS(importers::parse_comm_groups(R"({"tp0": []})", "g.json"),
+                       "g.json/tp0: an empty group; expected a non-empty array of ranks", ConfigError);
+}
