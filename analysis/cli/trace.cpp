@@ -38,9 +38,11 @@ void run_import(const TraceImportOptions& o) {
   io.astra_cycle_s = units::parse_seconds(o.cycle_time, "--cycle-time");
   if (o.device >= 0) io.kineto_device = o.device;
   const auto f = importers::format_from_string(o.format, "--format");
-  if ((o.per_rank || !o.comm_groups.empty()) && f != importers::Format::chakra && f != importers::Format::chakra_json) {
-    throw ConfigError(o.per_rank ? "--per-rank" : "--comm-groups", fmt::format("with --format {}", o.format),
-                      "--format chakra or chakra-json (one file per rank)");
+  if (!o.comm_groups.empty() && f != importers::Format::chakra && f != importers::Format::chakra_json) {
+    throw ConfigError("--comm-groups", fmt::format("with --format {}", o.format), "--format chakra or chakra-json");
+  }
+  if (o.per_rank && f == importers::Format::astra_v1) {
+    throw ConfigError("--per-rank", "with --format astra-v1", "--format chakra, chakra-json or kineto (one file per rank)");
   }
   io.per_rank = o.per_rank;
   if (!o.comm_groups.empty()) io.comm_groups = importers::parse_comm_groups(importers::read_input(o.comm_groups), o.comm_groups);
@@ -87,7 +89,7 @@ void setup_trace(CLI::App& root) {
   i->add_option("--device", imp->device, "kineto: GPU whose ops form the trace (default: the lowest id)")
       ->check(CLI::NonNegativeNumber);
   i->add_flag("--per-rank", imp->per_rank,
-              "chakra: every rank's own ops, collectives on their process groups (native format v2)");
+              "chakra, kineto: one file per rank, every rank's own ops, collectives on their process groups (native format v2)");
   i->add_option("--comm-groups", imp->comm_groups,
                 "chakra: JSON {\"pg name\": [ranks]} (ASTRA-sim's comm group file); implies --per-rank")
       ->check(CLI::ExistingFile);

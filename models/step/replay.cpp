@@ -126,6 +126,14 @@ void execute_replay_per_rank(const Workload& w, const compute::Device& dev, cons
     if (ranks.empty() || ranks.back() != o.rank) ranks.push_back(o.rank);
   }
   const int top = *std::max_element(ranks.begin(), ranks.end());
+  // Before sizing anything by rank: a rank beyond the topology (or, without one, beyond 2^24).
+  const std::size_t cap = limit.value_or(std::size_t{1} << 24);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (static_cast<std::size_t>(ops[i].rank) < cap) continue;
+    throw ConfigError("--topology", fmt::format("{} devices, but {} runs on rank {}", cap, where(i), ops[i].rank),
+                      fmt::format("a topology with at least {} devices (a version 2 trace's rank r runs on device r)",
+                                  ops[i].rank + 1));
+  }
   std::vector<int> rank_pos(static_cast<std::size_t>(top) + 1, -1);
   for (std::size_t k = 0; k < ranks.size(); ++k) rank_pos[static_cast<std::size_t>(ranks[k])] = static_cast<int>(k);
   auto in_trace = [&](int rk) { return rk >= 0 && rk <= top && rank_pos[static_cast<std::size_t>(rk)] >= 0; };

@@ -1,6 +1,7 @@
 #include "traces/importers/native.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -156,6 +157,14 @@ trace::Trace chakra_one(const ChakraTrace& t, std::uint32_t group, nlohmann::jso
 
 namespace {
 
+// Positions of the files in ascending rank order.
+std::vector<std::size_t> by_rank(const std::vector<int>& rank_of) {
+  std::vector<std::size_t> order(rank_of.size());
+  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return rank_of[a] < rank_of[b]; });
+  return order;
+}
+
 // The rank of each file: N of "<prefix>.N.et" (or .json, optionally .gz) when every file is so
 // named with distinct N, else its position.
 std::vector<int> file_ranks(const std::vector<ChakraTrace>& files) {
@@ -199,9 +208,7 @@ trace::Trace to_native_per_rank(const std::vector<ChakraTrace>& files, const Imp
   const GroupOf group_of = [&](const ChakraNode& n) { return n.pg_name ? groups.at(*n.pg_name) : all; };
   nlohmann::json skipped = nlohmann::json::object();
   std::size_t dropped = 0, dropped_deps = 0;
-  std::vector<std::size_t> order(files.size());
-  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return rank_of[a] < rank_of[b]; });
+  const auto order = by_rank(rank_of);
   trace::Trace out;
   out.version = 2;
   nlohmann::json file_list = nlohmann::json::array();
@@ -365,6 +372,70 @@ trace::Trace to_native(const KinetoTrace& k, const ImportOptions& o) {
   return out;
 }
 
+trace::Trace to_native_per_rank(const std::vector<KinetoTrace>& files, const ImportOptions& o) {
+  if (files.empty()) throw ConfigError("shardsim trace import", "no input files", "at least one file");
+  // Ranks: distributedInfo.rank, else the file's position; each once.
+  std::vector<int> rank_of;
+  for (std::size_t k = 0; k < files.size(); ++k) {
+    const auto r = files[k].rank.value_or(static_cast<std::int64_t>(k));
+    if (r < 0 || r > 0x7fffffff || std::find(rank_of.begin(), rank_of.end(), static_cast<int>(r)) != rank_of.end()) {
+      throw ConfigError(files[k].source, fmt::format("distributedInfo.rank {} (files: {})", r, fmt::join(rank_of, ",")),
+                        "one file per rank, each rank once");
+    }
+    rank_of.push_back(static_cast<int>(r));
+  }
+  std::vector<int> all = rank_of;
+  std::sort(all.begin(), all.end());
+  const auto order = by_rank(rank_of);
+  trace::Trace out;
+  out.version = 2;
+  nlohmann::json file_list = nlohmann::json::array();
+  nlohmann::json skipped = nlohmann::json::object();
+  for (const auto k : order) {
+    const auto& f = files[k];
+    auto one = to_native(f, o);
+    // Pair each op with its GPU op (to_native keeps the chosen device's ops in order, ids 0..).
+    std::optional<std::int64_t> device = o.kineto_device;
+    if (!device) {
+      for (const auto& g : f.gpu_ops) device = std::min(device.value_or(g.device), g.device);
+    }
+    std::vector<const KinetoGpuOp*> gpu;
+    for (const auto& g : f.gpu_ops) {
+      if (g.device == device) gpu.push_back(&g);
+    }
+    for (auto& op : one.ops) {
+      op.rank = rank_of[k];
+      if (!op.collective) continue;
+      const auto& c = *gpu[op.id]->collective;
+      // The kernel's process group ("Process Group Ranks"), else every rank of the job.
+      std::vector<int> members;
+      for (const auto r : c.ranks) members.push_back(static_cast<int>(r));
+      if (members.empty()) members = all;
+      op.collective->ranks = members;
+      op.collective->group_size = static_cast<std::uint32_t>(members.size());
+      if (!c.pg_name.empty()) {
+        auto it = std::find_if(out.process_groups.begin(), out.process_groups.end(),
+                               [&](const trace::ProcessGroupDef& pg) { return pg.ranks == members && pg.name == c.pg_name; });
+        if (it == out.process_groups.end()) {
+          out.process_groups.push_back({out.process_groups.size(), c.pg_name, members});
+          it = out.process_groups.end() - 1;
+        }
+        op.collective->group = it->id;
+      }
+    }
+    for (auto& op : one.ops) out.ops.push_back(std::move(op));
+    for (const auto& item : one.config.at("not_simulated_as_collective").items()) {
+      skipped[item.key()] = skipped.value(item.key(), 0) + item.value().get<int>();
+    }
+    file_list.push_back(f.source);
+  }
+  out.name = stem(files[order[0]].source);
+  out.source = "kineto";
+  out.config = {{"format", "kineto"}, {"files", file_list}, {"ranks", all}, {"not_simulated_as_collective", skipped}};
+  trace::validate(out, files[order[0]].source);
+  return out;
+}
+
 trace::Trace to_native(const AstraWorkload& w, const ImportOptions& o) {
   if (!(o.astra_cycle_s > 0) || o.astra_cycle_s > 1) {
     throw ConfigError("--cycle-time", fmt::format("{} s", o.astra_cycle_s), "a cycle time in (0, 1] s");
@@ -448,9 +519,14 @@ trace::Trace to_native(const AstraWorkload& w, const ImportOptions& o) {
 
 trace::Trace import_files(Format f, const std::vector<std::string>& files, const ImportOptions& o) {
   if (files.empty()) throw ConfigError("shardsim trace import", "no input files", "at least one file");
-  if (files.size() > 1 && f != Format::chakra && f != Format::chakra_json) {
+  if (files.size() > 1 && f != Format::chakra && f != Format::chakra_json && !(f == Format::kineto && o.per_rank)) {
     throw ConfigError("shardsim trace import", fmt::format("{} files for --format {}", files.size(), to_string(f)),
                       "one file (several only for chakra and chakra-json, one per rank)");
+  }
+  if (f == Format::kineto && o.per_rank) {
+    std::vector<KinetoTrace> ranks;
+    for (const auto& path : files) ranks.push_back(decode_kineto(read_input(path), path));
+    return to_native_per_rank(ranks, o);
   }
   switch (f) {
     case Format::chakra:

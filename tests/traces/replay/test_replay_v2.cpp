@@ -27,6 +27,7 @@
 #include "models/step/topology_comm.hpp"
 #include "sim/error.hpp"
 #include "topologies/load.hpp"
+#include "traces/importers/input.hpp"
 #include "traces/importers/native.hpp"
 #include "traces/trace/trace.hpp"
 #include "traces/trace/workload.hpp"
@@ -367,4 +368,47 @@ TEST_CASE("Chakra per rank: pg names mapped to ranks (inferred or --comm-groups)
                        "g.json/tp0/1: rank 0 twice; expected each rank once", ConfigError);
   CHECK_THROWS_WITH_AS(importers::parse_comm_groups(R"({"tp0": []})", "g.json"),
                        "g.json/tp0: an empty group; expected a non-empty array of ranks", ConfigError);
+}
+
+TEST_CASE("Kineto, one file per rank (--per-rank): every rank's NCCL kernels on their process group") {
+  // The HTA excerpt is rank 0 of a 2-rank job (distributedInfo: world_size 2, pg "0" = ranks
+  // 0,1; a broadcast and an all-reduce kernel with "Process Group Ranks" [0, 1]). Rank 1's
+  // file is the same profile with distributedInfo.rank = 1 (the two ranks ran the same ops).
+  const std::string path = std::string(SHARDSIM_FIXTURES_DIR) + "/kineto/nccl_allreduce_excerpt.json";
+  const std::string text = importers::read_input(path);
+  auto j1 = nlohmann::json::parse(text);
+  j1["distributedInfo"]["rank"] = 1;
+  const std::vector<importers::KinetoTrace> files{importers::decode_kineto(j1.dump(), "rank1.json"),
+                                                  importers::decode_kineto(text, path)};
+  const auto t = importers::to_native_per_rank(files, per_rank());
+  CHECK(t.version == 2);
+  CHECK(t.ranks() == std::vector<int>{0, 1});  // from distributedInfo.rank, not the file order
+  REQUIRE(t.process_groups.size() == 1);
+  CHECK(t.process_groups[0].name == "0");
+  CHECK(t.process_groups[0].ranks == std::vector<int>{0, 1});
+  REQUIRE(t.ops.size() == 6);
+  CHECK(t.ops[0].collective->kind == coll::OpKind::broadcast);
+  CHECK(t.ops[0].collective->group == 0u);
+  CHECK(t.ops[5].collective->kind == coll::OpKind::allreduce);
+  CHECK(*t.ops[5].rank == 1);
+
+  const std::string spec = "switch:n=2,bw=100GB/s,lat=1us";
+  const auto topo = topo::make_topology(spec, "--topology");
+  step::TopologyComm comm(topo, step::Fidelity::analytical, "ring", {}, coll::CollectiveOp{}.element_bytes);
+  auto c = replay_config();
+  c.dp = 2;
+  const auto r = step::simulate_step(trace::to_workload(t), compute::find_device("h100", "t"), c, comm);
+  REQUIRE(r.per_rank.size() == 2);
+  const double comm_s = comm.time_s(coll::OpKind::broadcast, 53120ull * 4, {0, 1}) +
+                        comm.time_s(coll::OpKind::allreduce, 6637568ull * 4, {0, 1});
+  for (const auto& x : r.per_rank) {
+    CAPTURE(x.rank);
+    CHECK(std::abs(x.comm_s - comm_s) <= 2e-12);
+    CHECK(x.step_time_s == r.per_rank[0].step_time_s);  // the same ops on both ranks
+  }
+  // Several Kineto files need --per-rank (one file is one rank's view).
+  CHECK_THROWS_WITH_AS(importers::import_files(importers::Format::kineto, {path, path}, {}),
+                       "shardsim trace import: 2 files for --format kineto; expected one file (several only for chakra "
+                       "and chakra-json, one per rank)",
+                       ConfigError);
 }
