@@ -97,3 +97,34 @@ TEST_CASE("step --trace v2: bad input exits 2 naming the op") {
          "on rank 1 from rank 0 with tag 0");
   // (An empty --groups entry of `shardsim collective`: tests/golden/test_cli_collective.cpp.)
 }
+
+TEST_CASE("trace import --per-rank / --comm-groups: the Chakra fixture as format v2, then replayed on every rank") {
+  const std::string dir = scratch("import");
+  std::string files;
+  for (int r = 0; r < 4; ++r) {
+    files += std::string(" ") + SHARDSIM_FIXTURES_DIR + "/chakra_et/all_reduce_4npus_1MB/all_reduce." + std::to_string(r) + ".et";
+  }
+  auto r = run_shardsim("trace import --format chakra --per-rank" + files + " --out " + dir + "/v2.json");
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("4 ranks, 0 process groups (format v2)") != std::string::npos);
+  const auto step = run_shardsim("step --trace " + dir + "/v2.json" + kTopo + " --fidelity flow --json");
+  REQUIRE(step.status == 0);
+  const auto j = nlohmann::json::parse(step.out);
+  const auto coll = run_shardsim("collective --topology switch:n=4,bw=100GB/s,lat=1us --op allreduce --bytes 1MiB --ranks 4 "
+                                 "--fidelity flow --json");
+  REQUIRE(coll.status == 0);
+  const double expected = nlohmann::json::parse(coll.out).at(0).at("time_s").get<double>();
+  CHECK(j.at("ranks") == 4);
+  CHECK(j.at("ranks_simulated") == 4);
+  CHECK(std::abs(j.at("step_time_s").get<double>() - expected) <= 0.5e-12);
+  // Bad flags and files exit 2 naming them.
+  std::ofstream(dir + "/groups.json") << R"({"0": [0, 1, 1]})";
+  r = run_shardsim("trace import --format chakra --comm-groups " + dir + "/groups.json" + files + " --out " + dir + "/x.json");
+  CHECK(r.status == 2);
+  CHECK(r.out == "shardsim: error: " + dir + "/groups.json/0/2: rank 1 twice; expected each rank once\n");
+  r = run_shardsim("trace import --format astra-v1 --per-rank " + std::string(SHARDSIM_FIXTURES_DIR) +
+                   "/chakra_et/all_reduce_4npus_1MB/all_reduce.0.et --out " + dir + "/x.json");
+  CHECK(r.status == 2);
+  CHECK(r.out == "shardsim: error: --per-rank: with --format astra-v1; expected --format chakra, chakra-json or kineto "
+                 "(one file per rank)\n");
+}
