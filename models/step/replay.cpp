@@ -135,7 +135,14 @@ void execute_replay_per_rank(const Workload& w, const compute::Device& dev, cons
                                   ops[i].rank + 1));
   }
   std::vector<int> rank_pos(static_cast<std::size_t>(top) + 1, -1);
-  for (std::size_t k = 0; k < ranks.size(); ++k) rank_pos[static_cast<std::size_t>(ranks[k])] = static_cast<int>(k);
+  for (std::size_t k = 0; k < ranks.size(); ++k) {
+    auto& pos = rank_pos[static_cast<std::size_t>(ranks[k])];
+    if (pos >= 0) {
+      throw ConfigError(w.name, fmt::format("the ops of rank {} in two separate runs", ranks[k]),
+                        "each rank's ops together, ranks in ascending order (trace format version 2)");
+    }
+    pos = static_cast<int>(k);
+  }
   auto in_trace = [&](int rk) { return rk >= 0 && rk <= top && rank_pos[static_cast<std::size_t>(rk)] >= 0; };
   auto check_device = [&](std::size_t i, int rk, const char* what) {
     if (limit && static_cast<std::size_t>(rk) >= *limit) {

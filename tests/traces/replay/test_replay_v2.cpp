@@ -412,3 +412,20 @@ TEST_CASE("Kineto, one file per rank (--per-rank): every rank's NCCL kernels on 
                        "and chakra-json, one per rank)",
                        ConfigError);
 }
+
+TEST_CASE("a per-rank workload whose rank's ops are split (not from a valid trace) is an error, not a wrong graph") {
+  step::Workload w;
+  w.name = "split";
+  w.per_rank = true;
+  for (const int rank : {0, 1, 0}) {
+    step::RecordedOp o;
+    o.name = "c";
+    o.measured_s = 1e-3;
+    o.rank = rank;
+    w.recorded.push_back(o);
+  }
+  CHECK_THROWS_WITH_AS(replay(w, "switch:n=2,bw=100GB/s,lat=1us", step::Fidelity::analytical),
+                       "split: the ops of rank 0 in two separate runs; expected each rank's ops together, ranks in "
+                       "ascending order (trace format version 2)",
+                       ConfigError);
+}
