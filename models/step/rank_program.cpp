@@ -199,7 +199,8 @@ void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm,
   run_task_graph(g, R, fold, c, comm, r);
 }
 
-void run_task_graph(const TaskGraph& g, std::uint64_t R, bool fold, const StepConfig& c, CommModel& comm, StepResult& r) {
+void run_task_graph(const TaskGraph& g, std::uint64_t R, bool fold, const StepConfig& c, CommModel& comm, StepResult& r,
+                    bool label_by_group) {
   const std::size_t S = g.ranks().size();
   const auto& sim_ranks = g.ranks();
   sim::Simulator sim;  // before the runner, whose network and runs refer to it
@@ -247,7 +248,10 @@ void run_task_graph(const TaskGraph& g, std::uint64_t R, bool fold, const StepCo
     });
     if (c.record_timeline) {
       on_rank(n, [&](std::size_t k) {
-        r.timeline.push_back({stream_name(node.stream), g.name(n), res.start[n].to_seconds(), res.end[n].to_seconds(),
+        std::string label = stream_name(node.stream);
+        if (label_by_group && node.kind == NodeKind::collective) label = "comm " + g.groups()[node.group].name;
+        if (label_by_group && (node.kind == NodeKind::send || node.kind == NodeKind::recv)) label = "p2p";
+        r.timeline.push_back({std::move(label), g.name(n), res.start[n].to_seconds(), res.end[n].to_seconds(),
                               sim_ranks[k], node.stream});
       });
     }

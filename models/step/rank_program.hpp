@@ -93,7 +93,9 @@ void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm,
 /// their duration_s, or on comm's concurrent runner where the graph's collectives may overlap)
 /// and fills the timing fields of `r` as execute_program does. `R`: ranks of the step (the
 /// graph's ranks, or the ranks a folded representative stands for); `fold`: the graph's one
-/// rank stands for all R.
-void run_task_graph(const TaskGraph& g, std::uint64_t R, bool fold, const StepConfig& c, CommModel& comm, StepResult& r);
+/// rank stands for all R. `label_by_group`: timeline intervals of collectives name their
+/// stream "comm <group name>" and send/recv "p2p" (a stream per group), else "comm", "comm N".
+void run_task_graph(const TaskGraph& g, std::uint64_t R, bool fold, const StepConfig& c, CommModel& comm, StepResult& r,
+                    bool label_by_group = false);
 
 }  // namespace shardsim::step

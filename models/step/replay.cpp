@@ -323,7 +323,7 @@ void execute_replay_per_rank(const Workload& w, const compute::Device& dev, cons
   // Cycles (collectives issued in different orders on different ranks), unmatched sends and
   // receives: errors naming the op.
   g.validate(limit.value_or(static_cast<std::size_t>(top) + 1));
-  run_task_graph(g, ranks.size(), false, c, comm, r);
+  run_task_graph(g, ranks.size(), false, c, comm, r, true);
 }
 
 }  // namespace shardsim::step::detail

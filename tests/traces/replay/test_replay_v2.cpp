@@ -92,7 +92,11 @@ TEST_CASE("v2 trace, two groups of 4 sharing the leaf uplinks: both all-reduces 
   // One timeline track per rank: 3 ops on each of the 8 ranks.
   REQUIRE(r.timeline.size() == 24);
   std::set<int> tracks;
-  for (const auto& iv : r.timeline) tracks.insert(iv.rank);
+  for (const auto& iv : r.timeline) {
+    tracks.insert(iv.rank);
+    // The all-reduce on the stream of its group, labelled with the group's name.
+    if (iv.name.rfind("grad.ar", 0) == 0) CHECK(iv.stream == (iv.rank % 4 < 2 ? "comm dp_a" : "comm dp_b"));
+  }
   CHECK(tracks == std::set<int>{0, 1, 2, 3, 4, 5, 6, 7});
 
   // Analytical fidelity: timers of each group's closed form, as if alone (no interaction).
