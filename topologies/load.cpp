@@ -6,19 +6,13 @@
 #include <sstream>
 
 #include "sim/error.hpp"
-#include "topologies/json_text.hpp"
+#include "sim/text/json_text.hpp"
+#include "sim/text/strings.hpp"
 #include "topologies/presets.hpp"
 #include "topologies/registry.hpp"
 
 namespace shardsim::topo {
 namespace {
-
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  const auto e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
 
 nlohmann::json parse_json(const std::string& text, const std::string& where) {
   return parse_json_text(text, where, "a JSON object describing a topology");
@@ -37,7 +31,7 @@ Topology topology_from_json(const nlohmann::json& j, const std::string& file) {
 }
 
 Topology make_topology(const std::string& spec_in, const std::string& where) {
-  const std::string spec = trim(spec_in);
+  const std::string spec(text::trim(spec_in));
   if (spec.empty()) {
     throw ConfigError(where, "an empty topology", "a preset name, a .json file, inline JSON or builder:key=value,...");
   }

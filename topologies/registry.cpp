@@ -7,10 +7,14 @@
 #include <cmath>
 
 #include "sim/error.hpp"
+#include "sim/text/strings.hpp"
 #include "sim/units.hpp"
 #include "topologies/load.hpp"
 
 namespace shardsim::topo {
+
+using text::join;
+using text::split;
 
 const char* to_string(ParamType t) {
   switch (t) {
@@ -38,12 +42,6 @@ const std::vector<std::string>& common_keys() {
 
 namespace {
 
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
-
 std::string show(const nlohmann::json& v) { return v.is_string() ? "'" + v.get<std::string>() + "'" : v.dump(); }
 
 // Parses a whole decimal number; nullopt when the text is not one.
@@ -67,18 +65,6 @@ std::optional<bool> parse_bool(const nlohmann::json& v) {
     if (s == "0" || s == "false") return false;
   }
   return std::nullopt;
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (true) {
-    const auto pos = s.find(sep, start);
-    out.push_back(s.substr(start, pos == std::string::npos ? std::string::npos : pos - start));
-    if (pos == std::string::npos) break;
-    start = pos + 1;
-  }
-  return out;
 }
 
 }  // namespace

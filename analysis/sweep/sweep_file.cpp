@@ -7,18 +7,15 @@
 
 #include "analysis/scenario/scenario.hpp"
 #include "sim/error.hpp"
-#include "topologies/json_text.hpp"
+#include "sim/text/json_text.hpp"
+#include "sim/text/strings.hpp"
 
 namespace shardsim::sweep {
 namespace {
 
 constexpr std::uint64_t kMaxScenarios = 1'000'000'000'000ull;
 
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
+using text::join;
 
 /// JSON type as users think of it: integers and floating-point numbers apart.
 std::string kind_of(const nlohmann::json& v) {

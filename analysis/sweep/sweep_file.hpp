@@ -81,7 +81,7 @@ class SweepSpec {
 
 /// Parses and validates sweep JSON text; `source` names it in errors. Throws ConfigError for
 /// bad JSON (with the line and column) and JSON nested deeper than kMaxJsonDepth
-/// (topologies/json_text.hpp, with the byte offset), then as SweepSpec does.
+/// (sim/text/json_text.hpp, with the byte offset), then as SweepSpec does.
 SweepSpec parse_sweep(std::string_view text, const std::string& source);
 
 /// Reads a sweep file and parse_sweep()s it. Throws ConfigError for unreadable files too.

@@ -7,7 +7,7 @@
 #include <charconv>
 
 #include "sim/error.hpp"
-#include "topologies/json_text.hpp"
+#include "sim/text/json_text.hpp"
 
 namespace shardsim::importers {
 

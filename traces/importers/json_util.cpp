@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "sim/error.hpp"
-#include "topologies/json_text.hpp"
+#include "sim/text/json_text.hpp"
 
 namespace shardsim::importers {
 

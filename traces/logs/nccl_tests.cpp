@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "sim/error.hpp"
-#include "topologies/json_text.hpp"
+#include "sim/text/json_text.hpp"
 #include "traces/logs/parse.hpp"
 #include "traces/logs/parse_util.hpp"
 

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "sim/error.hpp"
-#include "topologies/json_text.hpp"
+#include "sim/text/json_text.hpp"
 #include "traces/logs/record.hpp"
 
 namespace shardsim::logs {

@@ -13,7 +13,7 @@
 #include <ostream>
 
 #include "sim/error.hpp"
-#include "topologies/json_text.hpp"
+#include "sim/text/json_text.hpp"
 
 namespace shardsim::logs {
 namespace {

@@ -11,7 +11,7 @@
 #include <unordered_set>
 
 #include "sim/error.hpp"
-#include "topologies/json_text.hpp"
+#include "sim/text/json_text.hpp"
 
 namespace shardsim::trace {
 

@@ -132,7 +132,7 @@ Trace trace_from_json(const nlohmann::json& j, const std::string& where);
 nlohmann::json to_json(const Trace& t);
 
 /// Text -> Trace: bad JSON (line and column), JSON nested deeper than kMaxJsonDepth
-/// (topologies/json_text.hpp, byte offset) or a failed rule is a ConfigError naming `source`.
+/// (sim/text/json_text.hpp, byte offset) or a failed rule is a ConfigError naming `source`.
 Trace parse_trace(std::string_view text, const std::string& source);
 
 /// Files. load_trace throws ConfigError for a missing file, bad JSON or a failed rule.

@@ -1,6 +1,6 @@
 #pragma once
 // Parsing JSON text that users give (files, inline --topology values, traces, logs), shared by
-// every layer that reads JSON (topologies is the lowest one that does).
+// every layer that reads JSON: part of the base library below sim/ (sim/text, DESIGN 1).
 //  - Depth: nlohmann::json copies and dumps values recursively, so a document nested thousands
 //    of levels deep exhausts the stack long after it parsed. No shardsim input nests more
 //    than a few levels: text nested deeper than kMaxJsonDepth is rejected before parsing.

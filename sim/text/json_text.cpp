@@ -1,4 +1,4 @@
-#include "topologies/json_text.hpp"
+#include "sim/text/json_text.hpp"
 
 #include <fmt/format.h>
 
