@@ -13,7 +13,7 @@
 #include <unordered_map>
 
 #include "sim/error.hpp"
-#include "topologies/json_text.hpp"
+#include "sim/text/json_text.hpp"
 
 namespace shardsim::importers {
 
