@@ -22,6 +22,8 @@ struct TraceImportOptions {
   std::uint32_t group_size = 0;  // 0: from the trace
   std::string cycle_time = "1ns";
   std::int64_t device = -1;      // -1: lowest device id
+  bool per_rank = false;         // chakra: format v2, every rank's own ops
+  std::string comm_groups;       // chakra: pg_name -> ranks JSON (implies per_rank)
 };
 
 struct TraceInfoOptions {
@@ -36,6 +38,14 @@ void run_import(const TraceImportOptions& o) {
   io.astra_cycle_s = units::parse_seconds(o.cycle_time, "--cycle-time");
   if (o.device >= 0) io.kineto_device = o.device;
   const auto f = importers::format_from_string(o.format, "--format");
+  if (!o.comm_groups.empty() && f != importers::Format::chakra && f != importers::Format::chakra_json) {
+    throw ConfigError("--comm-groups", fmt::format("with --format {}", o.format), "--format chakra or chakra-json");
+  }
+  if (o.per_rank && f == importers::Format::astra_v1) {
+    throw ConfigError("--per-rank", "with --format astra-v1", "--format chakra, chakra-json or kineto (one file per rank)");
+  }
+  io.per_rank = o.per_rank;
+  if (!o.comm_groups.empty()) io.comm_groups = importers::parse_comm_groups(importers::read_input(o.comm_groups), o.comm_groups);
   const auto t = importers::import_files(f, o.files, io);
   trace::save_trace(t, o.out);
   std::size_t colls = 0;
@@ -44,8 +54,12 @@ void run_import(const TraceImportOptions& o) {
     if (op.collective) ++colls;
     if (op.duration_s && !op.collective) measured += *op.duration_s;
   }
-  fmt::print("{}: {} ops ({} collectives, {} measured compute) from {} file(s) -> {}\n", t.name, t.ops.size(), colls,
-             units::format_seconds(measured), o.files.size(), o.out);
+  const auto ranks = t.ranks();
+  fmt::print("{}: {} ops ({} collectives, {} measured compute) from {} file(s){} -> {}\n", t.name, t.ops.size(), colls,
+             units::format_seconds(measured), o.files.size(),
+             t.version == 2 ? fmt::format(", {} ranks, {} process groups (format v2)", ranks.size(), t.process_groups.size())
+                            : std::string(),
+             o.out);
 }
 
 void run_info(const TraceInfoOptions& o) {
@@ -74,6 +88,11 @@ void setup_trace(CLI::App& root) {
   i->add_option("--cycle-time", imp->cycle_time, "astra-v1: duration of one compute cycle")->capture_default_str();
   i->add_option("--device", imp->device, "kineto: GPU whose ops form the trace (default: the lowest id)")
       ->check(CLI::NonNegativeNumber);
+  i->add_flag("--per-rank", imp->per_rank,
+              "chakra, kineto: one file per rank, every rank's own ops, collectives on their process groups (native format v2)");
+  i->add_option("--comm-groups", imp->comm_groups,
+                "chakra: JSON {\"pg name\": [ranks]} (ASTRA-sim's comm group file); implies --per-rank")
+      ->check(CLI::ExistingFile);
   i->callback([imp] { run_import(*imp); });
 
   auto info = std::make_shared<TraceInfoOptions>();

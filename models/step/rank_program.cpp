@@ -112,8 +112,7 @@ void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm,
   const std::uint64_t R = p.ranks();
   const auto& ops = p.ops();
   const auto& roles = p.roles();
-  sim::Simulator sim;  // before the runner, whose network and runs refer to it
-  auto runner = comm.concurrent_runner();
+  const bool concurrent = comm.concurrent_runner() != nullptr;
 
   // Collective times: rank 0's instances first, in program order (the order the former list
   // scheduler asked), then the other instances where needed. Key (op index, group index).
@@ -136,7 +135,7 @@ void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm,
       const auto& o = ops[i];
       if (o.kind != NodeKind::collective) continue;
       const auto& role = roles[o.role];
-      if (runner) {
+      if (concurrent) {
         fold = role.groups.size() == 1;
         continue;
       }
@@ -197,6 +196,15 @@ void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm,
     for (std::uint64_t k = 0; k < S; ++k) node_of[i * S + k] = inst_node[role.of_rank[k]];
   }
 
+  run_task_graph(g, R, fold, c, comm, r);
+}
+
+void run_task_graph(const TaskGraph& g, std::uint64_t R, bool fold, const StepConfig& c, CommModel& comm, StepResult& r,
+                    bool label_by_group) {
+  const std::size_t S = g.ranks().size();
+  const auto& sim_ranks = g.ranks();
+  sim::Simulator sim;  // before the runner, whose network and runs refer to it
+  auto runner = comm.concurrent_runner();
   // Timers where collectives cannot overlap; the concurrent runner (flow) where they can.
   CollectiveRunner* use = runner && !collectives_serialised(g) ? runner.get() : nullptr;
   Executor ex(g, use);
@@ -218,8 +226,11 @@ void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm,
   r.collectives = 0;
   for (NodeId n = 0; n < g.size(); ++n) {
     const auto& node = g.node(n);
-    const double d = node.kind == NodeKind::collective && use != nullptr ? (res.end[n] - res.start[n]).to_seconds()
-                                                                          : node.duration_s;
+    // A run on the shared network, and a send/recv pair (the recv has no duration of its
+    // own), take what the execution says; timers their duration.
+    const bool measured = (node.kind == NodeKind::collective && use != nullptr) || node.kind == NodeKind::send ||
+                          node.kind == NodeKind::recv;
+    const double d = measured ? (res.end[n] - res.start[n]).to_seconds() : node.duration_s;
     on_rank(n, [&](std::size_t k) {
       rank_end[k] = std::max(rank_end[k], res.end[n]);
       auto& x = pr[k];
@@ -237,7 +248,10 @@ void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm,
     });
     if (c.record_timeline) {
       on_rank(n, [&](std::size_t k) {
-        r.timeline.push_back({stream_name(node.stream), g.name(n), res.start[n].to_seconds(), res.end[n].to_seconds(),
+        std::string label = stream_name(node.stream);
+        if (label_by_group && node.kind == NodeKind::collective) label = "comm " + g.groups()[node.group].name;
+        if (label_by_group && (node.kind == NodeKind::send || node.kind == NodeKind::recv)) label = "p2p";
+        r.timeline.push_back({std::move(label), g.name(n), res.start[n].to_seconds(), res.end[n].to_seconds(),
                               sim_ranks[k], node.stream});
       });
     }

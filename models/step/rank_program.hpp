@@ -89,4 +89,13 @@ class RankProgram {
 /// collectives that may overlap run on comm's concurrent runner where it has one.
 void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm, StepResult& r);
 
+/// Executes a task graph of the step (every node's duration set; collectives as timers of
+/// their duration_s, or on comm's concurrent runner where the graph's collectives may overlap)
+/// and fills the timing fields of `r` as execute_program does. `R`: ranks of the step (the
+/// graph's ranks, or the ranks a folded representative stands for); `fold`: the graph's one
+/// rank stands for all R. `label_by_group`: timeline intervals of collectives name their
+/// stream "comm <group name>" and send/recv "p2p" (a stream per group), else "comm", "comm N".
+void run_task_graph(const TaskGraph& g, std::uint64_t R, bool fold, const StepConfig& c, CommModel& comm, StepResult& r,
+                    bool label_by_group = false);
+
 }  // namespace shardsim::step

@@ -18,3 +18,27 @@
 // step_time_s - their sum (the compute stream only ever waits for communication).
 // Throws ConfigError naming the op when a collective needs more ranks than the CommModel's
 // devices(), or depends on a later op.
+
+// Format v2 (Workload::per_rank): every rank's own recorded ops, executed as one task graph of
+// every rank of the trace (rank r on topology device r; no folding):
+//  - compute ops on the rank's compute stream (stream 0), in trace order;
+//  - a collective on its process group: the k-th collective a rank issues on a group is the
+//    k-th collective of that group on every member (NCCL matches a communicator's collectives
+//    in issue order); members must agree on kind and size. Each group runs on a communication
+//    stream of its own on every member (groups that share a rank on different streams), so
+//    collectives of different groups overlap, and at flow fidelity share links max-min fairly
+//    on one network (TopologyComm::concurrent_runner);
+//  - a send/recv pair (the n-th send of (src, dst, tag) with the n-th recv) on the rank's
+//    point-to-point stream: a rendezvous, then a transfer timed as a broadcast of its bytes on
+//    the pair rooted at the sender (a timer at both fidelities).
+// Throws ConfigError naming the op for: a rank, peer or group member beyond comm.devices()
+// (where = "--topology") or not a rank of the trace; members disagreeing on a collective; a
+// member that never issues a group's collective; a dependency cycle (collectives issued in
+// different orders on different ranks: NCCL would hang); a send without a matching receive.
+#include "models/compute/device.hpp"
+#include "models/step/step.hpp"
+
+namespace shardsim::step::detail {
+void execute_replay_per_rank(const Workload& w, const compute::Device& dev, const StepConfig& c, CommModel& comm,
+                             StepResult& r);
+}  // namespace shardsim::step::detail

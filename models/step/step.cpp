@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "models/step/graph_builders.hpp"
+#include "models/step/replay.hpp"
 #include "sim/error.hpp"
 
 namespace shardsim::step {
@@ -73,8 +74,12 @@ StepResult simulate_step(const Workload& w, const compute::Device& dev, const St
   }
   StepResult r;
   r.strategy = to_string(c.strategy);
-  const RankProgram program = detail::graph_builder(c.strategy).build(w, dev, c, comm, r);
-  execute_program(program, c, comm, r);
+  if (replay && w.per_rank) {
+    detail::execute_replay_per_rank(w, dev, c, comm, r);  // every rank's own graph (replay.hpp)
+  } else {
+    const RankProgram program = detail::graph_builder(c.strategy).build(w, dev, c, comm, r);
+    execute_program(program, c, comm, r);
+  }
   const auto math = c.precision == opt::Precision::mixed ? compute::MathType::bf16 : compute::MathType::fp32;
   r.model_flops = w.model_flops() * c.grad_accum;
   r.mfu = r.step_time_s > 0 ? r.model_flops / (r.step_time_s * dev.peak(math)) : 0.0;

@@ -30,11 +30,22 @@ struct WorkOp {
 };
 
 /// A collective as the source trace recorded it: kind, size S in the nccl-tests convention
-/// (DESIGN 2) and the number of ranks, which are topology devices 0..group_size-1.
+/// (DESIGN 2) and the number of ranks, which are topology devices 0..group_size-1, or (format
+/// v2) the process group's ranks.
 struct RecordedCollective {
   coll::OpKind kind = coll::OpKind::allreduce;
   std::uint64_t size_bytes = 0;
   std::uint32_t group_size = 1;
+  std::vector<int> ranks{};  ///< v2: the process group (topology devices); empty: a block of group_size
+  std::string group_name{};  ///< v2: the process group's name (messages, timelines)
+};
+
+/// A point-to-point transfer (format v2): send to / receive from `peer`.
+struct RecordedP2P {
+  bool send = true;
+  int peer = 0;
+  std::uint64_t size_bytes = 0;
+  std::uint64_t tag = 0;
 };
 
 /// One op of the source trace, in trace order: compute (roofline from flops and bytes, or
@@ -47,8 +58,10 @@ struct RecordedOp {
   double bytes = 0;
   std::optional<double> measured_s;
   std::optional<RecordedCollective> collective;
+  std::optional<RecordedP2P> p2p;
   std::vector<std::size_t> deps;
   std::optional<compute::OpShape> shape;  ///< kernels for the per-op model (zoo workloads)
+  int rank = -1;  ///< v2: the rank that runs it; -1: every rank (v1, one SPMD program)
 };
 
 struct ParamTensor {
@@ -69,12 +82,14 @@ struct Workload {
   std::vector<ParamTensor> params;      ///< declaration order
   std::uint64_t dropped_collectives = 0;  ///< communication ops of the source trace (replaced
                                           ///< by the strategy's own collectives)
-  std::vector<RecordedOp> recorded;       ///< every op of the source trace (strategy `trace`)
+  std::vector<RecordedOp> recorded;       ///< every op of the source trace (strategy `trace`);
+                                          ///< v2: every rank's, grouped by rank
+  bool per_rank = false;                  ///< v2: recorded ops carry their rank and groups
 
-  /// Number of recorded ops that are collectives.
+  /// Number of recorded ops that communicate (collectives and, v2, point-to-point transfers).
   [[nodiscard]] std::uint64_t recorded_collectives() const {
     std::uint64_t n = 0;
-    for (const auto& o : recorded) n += o.collective ? 1 : 0;
+    for (const auto& o : recorded) n += o.collective || o.p2p ? 1 : 0;
     return n;
   }
 

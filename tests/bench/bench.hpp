@@ -36,6 +36,12 @@ double peak_rss_mib();
 
 void bench_event_queue();
 void bench_collectives(bool large);
+/// Issue 12: `collective --groups stride:8` ring all-reduce of 1 GiB on dgx-h100-1024, flow.
+void bench_groups();
+/// Issue 12: GPT-3 175B zero3 (batch 1, checkpointing, flow fidelity, every collective on the
+/// shared network, ranks folded where exact) on dgx-h100-1024 (< 5 s) and, with `large`, on a
+/// rail-optimized cluster of 16,384 H100 (2,048 nodes, 16 spines; < 60 s, < 8 GiB).
+void bench_gpt3_steps(bool large);
 void bench_step();
 void bench_sweep();
 

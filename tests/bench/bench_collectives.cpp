@@ -64,11 +64,7 @@ void run_groups(const std::string& label, const cli::CollectiveOptions& o, doubl
 
 }  // namespace
 
-void bench_collectives(bool large) {
-  run_one("ring all-reduce 1 GiB, 32x32 torus", "torus:dims=32x32,bw=100GB/s,lat=1us", "ring", 1ull << 30, 1.0);
-  run_one("ring all-reduce 1 GiB, 512 GPUs rail-optimized, 2:1 spine",
-          "rail_optimized:nodes=64,gpus_per_node=8,nvlink_bw=450GB/s,nic_bw=400Gb/s,oversubscription=2,cross_rail=spine,nvlink_lat=250ns,ib_lat=1us",
-          "ring", 1ull << 30, 5.0);
+void bench_groups() {
   cli::CollectiveOptions groups;
   groups.topology = "dgx-h100-1024";
   groups.bytes = "1GiB";
@@ -76,6 +72,14 @@ void bench_collectives(bool large) {
   groups.fidelity = "flow";
   groups.groups = "stride:8";
   run_groups("collective --groups stride:8: 8 concurrent ring all-reduces of 1 GiB, dgx-h100-1024", groups, 5.0);
+}
+
+void bench_collectives(bool large) {
+  run_one("ring all-reduce 1 GiB, 32x32 torus", "torus:dims=32x32,bw=100GB/s,lat=1us", "ring", 1ull << 30, 1.0);
+  run_one("ring all-reduce 1 GiB, 512 GPUs rail-optimized, 2:1 spine",
+          "rail_optimized:nodes=64,gpus_per_node=8,nvlink_bw=450GB/s,nic_bw=400Gb/s,oversubscription=2,cross_rail=spine,nvlink_lat=250ns,ib_lat=1us",
+          "ring", 1ull << 30, 5.0);
+  bench_groups();
   if (large) {
     run_one("ring all-reduce 1 GiB, 128x128 torus", "torus:dims=128x128,bw=100GB/s,lat=1us", "ring", 1ull << 30, 60.0);
   }

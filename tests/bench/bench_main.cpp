@@ -1,5 +1,6 @@
-// shardsim_bench [--quick] [queue] [flow] [step] [sweep]: prints figures for the performance
-// targets of issues 2 and 3 (all sections unless some are named; --quick skips 128x128).
+// shardsim_bench [--quick] [queue] [flow] [step] [sweep] [cluster]: prints figures for the
+// performance targets of issues 2, 3 and 12 (all sections unless some are named; --quick skips
+// the 128x128 torus and the 16,384-GPU step). `cluster`: the three issue-12 benchmarks.
 #include <fmt/format.h>
 #include <sys/resource.h>
 
@@ -23,10 +24,10 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--quick") {
       large = false;
-    } else if (a == "queue" || a == "flow" || a == "step" || a == "sweep") {
+    } else if (a == "queue" || a == "flow" || a == "step" || a == "sweep" || a == "cluster") {
       only.insert(a);
     } else {
-      fmt::print(stderr, "shardsim_bench: unknown argument '{}'; expected --quick or a section: queue, flow, step, sweep\n", a);
+      fmt::print(stderr, "shardsim_bench: unknown argument '{}'; expected --quick or a section: queue, flow, step, sweep, cluster\n", a);
       return 2;
     }
   }
@@ -35,5 +36,9 @@ int main(int argc, char** argv) {
   if (want("flow")) shardsim::bench::bench_collectives(large);
   if (want("step")) shardsim::bench::bench_step();
   if (want("sweep")) shardsim::bench::bench_sweep();
+  if (want("cluster")) {
+    shardsim::bench::bench_gpt3_steps(large);
+    shardsim::bench::bench_groups();
+  }
   return 0;
 }

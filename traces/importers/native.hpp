@@ -19,6 +19,8 @@
 // collectives whose size the trace does not give become ops with their measured duration
 // only; they are counted in Trace::config ("not_simulated_as_collective").
 #include <cstdint>
+#include <map>
+#include <string_view>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,11 +42,29 @@ struct ImportOptions {
   double astra_cycle_s = 1e-9;
   /// Kineto: the device whose GPU ops form the trace (default: the lowest device id seen).
   std::optional<std::int64_t> kineto_device;
+  /// Chakra (and Kineto, one file per rank): write format v2, every rank's own ops (file "<prefix>.N.et" is rank N, else its
+  /// position) with each collective on its process group and sends/receives with a peer as
+  /// point-to-point ops. Without it the files must agree op by op and the trace is rank 0's
+  /// (format v1, every collective on all the files' ranks).
+  bool per_rank = false;
+  /// Chakra: pg_name -> ranks (ASTRA-sim's --comm-group-configuration JSON); implies
+  /// per_rank. Empty: a pg_name's ranks are those whose files issue collectives on it, and a
+  /// collective without pg_name runs on every rank.
+  std::map<std::string, std::vector<int>> comm_groups;
 };
+
+/// ASTRA-sim's communicator-group file: {"<pg name>": [ranks], ...}. ConfigError naming
+/// `source` and the key for anything else (empty, a rank twice, a negative rank).
+std::map<std::string, std::vector<int>> parse_comm_groups(std::string_view text, const std::string& source);
 
 trace::Trace to_native(const std::vector<ChakraTrace>& ranks, const ImportOptions& o);
 trace::Trace to_native(const KinetoTrace& k, const ImportOptions& o);
 trace::Trace to_native(const AstraWorkload& w, const ImportOptions& o);
+/// Kineto traces of several ranks (one file each, --per-rank): format v2, rank =
+/// distributedInfo.rank (else the file's position), each file's ops as to_native maps them,
+/// each NCCL kernel on its "Process Group Ranks" (named by "Process Group Name"), else on
+/// every rank of the files.
+trace::Trace to_native_per_rank(const std::vector<KinetoTrace>& ranks, const ImportOptions& o);
 
 /// Reads, decodes and maps `files` (several only for chakra/chakra-json: one per rank).
 /// The result passes trace::validate.

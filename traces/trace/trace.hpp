@@ -1,6 +1,7 @@
 #pragma once
-// The native operator trace (docs/trace-format.md): one data-parallel replica's training
-// step as a list of operators. Each op carries its phase, FLOPs, HBM bytes moved, the
+// The native operator trace (docs/trace-format.md): a training step as a list of operators,
+// either one replica's program that every rank runs (format version 1) or every rank's own
+// program with explicit process groups (version 2). Each op carries its phase, FLOPs, HBM bytes moved, the
 // parameter tensors it declares, the activation bytes it saves for backward, the unit
 // (layer, block) it belongs to, an optional measured duration, an optional collective
 // (communication ops found in imported traces) and dependency ids.
@@ -13,6 +14,13 @@
 //    names are unique within a trace.
 //  - Ops are listed in a valid execution order: every dependency id names an earlier op.
 //  - Importers (issue 5) fill the same structs and call validate().
+//  - Version 2 (issue 12): every op has a `rank` (a topology device); ops of one rank keep
+//    their order, dependencies name earlier ops of the same rank, ids and tensor names are
+//    unique per rank. A collective carries its process group (explicit ranks, or the id of a
+//    group of `process_groups`); the op's rank is a member. A point-to-point op (`p2p`) sends
+//    to or receives from a peer rank; the n-th send of (src, dst, tag) matches the n-th recv.
+//    How ranks' collectives match (the n-th collective of a group on every member) is the
+//    replay's business (models/step/replay.hpp), as it is NCCL's.
 // Units: flops (double), bytes (double, may be fractional for averaged traces),
 // activation_bytes (uint64), duration_s (seconds).
 #include <cstdint>
@@ -50,11 +58,31 @@ struct Tensor {
 };
 
 /// A communication op present in an imported trace (kind, size in the nccl-tests convention
-/// of DESIGN 2, number of participating ranks).
+/// of DESIGN 2, number of participating ranks). Version 2: the process group, as the id of a
+/// Trace::process_groups entry (`group`) or explicit ranks; `ranks` always holds the members
+/// (resolved from the table when `group` is set) and group_size = ranks.size().
 struct Collective {
   coll::OpKind kind = coll::OpKind::allreduce;
   std::uint64_t size_bytes = 0;
   std::uint32_t group_size = 1;
+  std::optional<std::uint64_t> group{};  ///< v2: id in Trace::process_groups
+  std::vector<int> ranks{};            ///< v2: members (topology devices, in group order)
+};
+
+/// A process group of a version-2 trace: an id the collectives name, a name (a Chakra pg
+/// name, "tp0", ...) and its member ranks in group order.
+struct ProcessGroupDef {
+  std::uint64_t id = 0;
+  std::string name;
+  std::vector<int> ranks;
+};
+
+/// A point-to-point transfer of a version-2 trace (NCCL send/recv, pipeline stages).
+struct P2P {
+  bool send = true;              ///< send to `peer`, else receive from it
+  int peer = 0;                  ///< the other rank
+  std::uint64_t size_bytes = 0;
+  std::uint64_t tag = 0;
 };
 
 struct Op {
@@ -68,7 +96,9 @@ struct Op {
   std::uint64_t activation_bytes = 0;  ///< bytes saved for backward (forward ops)
   std::optional<double> duration_s;    ///< measured duration (imported traces)
   std::optional<Collective> collective;
-  std::vector<std::uint64_t> deps;     ///< ids of earlier ops this op waits for
+  std::optional<P2P> p2p;              ///< v2 only; not together with a collective
+  std::vector<std::uint64_t> deps;     ///< ids of earlier ops (of the same rank) this op waits for
+  std::optional<int> rank;             ///< v2: the rank (topology device) that runs the op
   /// The kernels of the op (models/compute/op_cost.hpp), set by the zoo; the step times an op
   /// that has one by the per-op model instead of the roofline. Not part of the file format.
   std::optional<compute::OpShape> shape;
@@ -80,6 +110,10 @@ struct Trace {
   std::uint64_t batch_per_replica = 1;  ///< samples in the micro-batch the ops describe
   std::uint64_t seq_len = 0;             ///< tokens per sample (0: not a sequence model)
   nlohmann::json config = nlohmann::json::object();  ///< generator hyperparameters, free form
+  /// 1: `ops` is one replica's program, every rank runs it, a collective records a group size;
+  /// 2: `ops` holds every rank's ops (Op::rank), grouped by rank, collectives name their groups.
+  std::uint32_t version = 1;
+  std::vector<ProcessGroupDef> process_groups;  ///< v2
   std::vector<Op> ops;
 
   /// Sum of the elements of every declared parameter tensor.
@@ -88,6 +122,8 @@ struct Trace {
   [[nodiscard]] double flops(Phase p) const;
   /// Number of units (1 + the largest unit id; 0 for an empty trace).
   [[nodiscard]] std::uint32_t num_units() const;
+  /// v2: the distinct ranks in order of first appearance (ascending in a valid trace); v1: {}.
+  [[nodiscard]] std::vector<int> ranks() const;
 };
 
 /// Checks every rule of docs/trace-format.md. Throws ConfigError whose where is

@@ -7,6 +7,10 @@
 //  - Workload::recorded, what the `trace` strategy replays: every op in trace order, with its
 //    collective (kind, size, group size), phase ("other" as forward), measured duration and
 //    dependencies as indices of earlier ops (trace::validate guarantees they are earlier).
+// Version 2 (every rank's ops): `recorded` holds every rank's ops (rank, process group ranks
+// and name, p2p transfers; deps as indices into `recorded`), per_rank is set; `ops`, `params`
+// and dropped_collectives describe the first rank only (a weight-update strategy models one
+// replica's compute).
 // Complexity O(ops + tensors + deps).
 #include "models/step/workload.hpp"
 #include "traces/trace/trace.hpp"

@@ -71,8 +71,11 @@ TEST_CASE("every validation rule fails with the op and the field named") {
   j["format"] = "chakra";
   CHECK(error_of(j) == "t.json/format: 'chakra'; expected \"shardsim-trace\"");
   j = minimal();
-  j["version"] = 2;
-  CHECK(error_of(j) == "t.json/version: 2; expected 1");
+  j["version"] = 3;
+  CHECK(error_of(j) == "t.json/version: 3; expected 1 or 2");
+  j["version"] = 2;  // version 2 lists ops per rank (below)
+  CHECK(error_of(j) == "t.json/ops: unknown key 'ops'; expected one of format, version, name, source, "
+                       "batch_per_replica, seq_len, config, process_groups, ranks");
   j = minimal();
   j["colour"] = 1;
   CHECK(error_of(j) == "t.json/colour: unknown key 'colour'; expected one of format, version, name, source, "
@@ -149,4 +152,108 @@ TEST_CASE("load_trace: missing file and invalid JSON") {
   CHECK_THROWS_WITH_AS(trace::parse_trace("{\"config\": " + std::string(3000, '[') + std::string(3000, ']') + "}", "t.json"),
                        "t.json: byte 522: JSON nested more than 512 levels; expected a shardsim trace JSON file",
                        ConfigError);
+}
+
+// Format version 2 (issue 12): every rank's ops, collectives with their process groups.
+namespace {
+json minimal_v2() {
+  return json::parse(R"({
+    "format": "shardsim-trace", "version": 2, "name": "pair", "batch_per_replica": 1,
+    "process_groups": [{"id": 7, "name": "tp", "ranks": [0, 1]}],
+    "ranks": [
+      {"rank": 0, "ops": [
+        {"id": 1, "name": "fwd", "phase": "forward", "flops": 10,
+         "params": [{"name": "w", "elements": 4}]},
+        {"id": 2, "name": "ar", "phase": "forward", "collective": {"kind": "allreduce", "size_bytes": 64, "group": 7},
+         "deps": [1]},
+        {"id": 3, "name": "to1", "phase": "forward", "p2p": {"kind": "send", "peer": 1, "size_bytes": 32}, "deps": [2]}]},
+      {"rank": 1, "ops": [
+        {"id": 1, "name": "fwd", "phase": "forward", "flops": 20,
+         "params": [{"name": "w", "elements": 4}]},
+        {"id": 2, "name": "ar", "phase": "forward", "collective": {"kind": "allreduce", "size_bytes": 64, "ranks": [0, 1]},
+         "deps": [1]},
+        {"id": 3, "name": "from0", "phase": "forward", "p2p": {"kind": "recv", "peer": 0, "size_bytes": 32, "tag": 0}}]}
+    ]})");
+}
+}  // namespace
+
+TEST_CASE("version 2: per-rank ops, process groups by id or ranks, p2p; round trip; workload per rank") {
+  const auto t = trace::trace_from_json(minimal_v2(), "t.json");
+  CHECK(t.version == 2);
+  REQUIRE(t.ops.size() == 6);
+  CHECK(t.ranks() == std::vector<int>{0, 1});
+  CHECK(*t.ops[4].rank == 1);
+  CHECK(t.ops[1].collective->group == 7u);
+  CHECK(t.ops[1].collective->ranks == std::vector<int>{0, 1});  // resolved from the table
+  CHECK(t.ops[1].collective->group_size == 2);
+  CHECK(!t.ops[4].collective->group);
+  CHECK(t.ops[4].collective->group_size == 2);
+  CHECK(t.ops[2].p2p->send);
+  CHECK(t.ops[2].p2p->peer == 1);
+  CHECK(!t.ops[5].p2p->send);
+  // Written back and read again: the same trace (process groups, ranks, p2p).
+  const auto u = trace::trace_from_json(trace::to_json(t), "u.json");
+  CHECK(trace::to_json(u) == trace::to_json(t));
+  CHECK(trace::to_json(t)["ranks"].size() == 2);
+  CHECK(!trace::to_json(t).contains("ops"));
+  // Workload: every rank's ops recorded (deps per rank), the strategies' view is rank 0's.
+  const auto w = trace::to_workload(t);
+  CHECK(w.per_rank);
+  REQUIRE(w.recorded.size() == 6);
+  CHECK(w.recorded[3].rank == 1);
+  CHECK(w.recorded[4].deps == std::vector<std::size_t>{3});  // rank 1's op 1
+  CHECK(w.recorded[1].collective->group_name == "tp");
+  CHECK(w.recorded[4].collective->ranks == std::vector<int>{0, 1});
+  CHECK(w.ops.size() == 1);  // rank 0's compute
+  CHECK(w.params.size() == 1);
+  CHECK(w.dropped_collectives == 2);  // rank 0's all-reduce and send
+}
+
+TEST_CASE("version 2: every rule fails naming the place and the op") {
+  auto bad = [](auto&& edit) {
+    auto j = minimal_v2();
+    edit(j);
+    return error_of(j);
+  };
+  CHECK(bad([](json& j) { j["process_groups"][0]["ranks"] = json::array(); }) ==
+        "t.json/process_groups/0/ranks: no ranks in process group 'tp'; expected at least one rank");
+  CHECK(bad([](json& j) { j["process_groups"][0]["ranks"] = {0, 0}; }) ==
+        "t.json/process_groups/0/ranks/1: rank 0 twice in process group 'tp'; expected each rank once");
+  CHECK(bad([](json& j) { j["process_groups"][0]["ranks"] = {0, -1}; }) ==
+        "t.json/process_groups/0/ranks/1: -1; expected a rank (an integer >= 0)");
+  CHECK(bad([](json& j) { j["ranks"][0]["ops"][1]["collective"]["group"] = 3; }) ==
+        "t.json/ranks/0/ops/1/collective/group: process group 3 in op 'ar', which process_groups does not define; "
+        "expected the id of a process group of the trace");
+  CHECK(bad([](json& j) { j["ranks"][1]["ops"][1]["collective"].erase("ranks"); }) ==
+        "t.json/ranks/1/ops/1/collective: no process group in op 'ar'; expected \"group\": a process group id, or "
+        "\"ranks\": [...] (version 2)");
+  CHECK(bad([](json& j) { j["ranks"][1]["ops"][1]["collective"]["ranks"] = {0, 2}; }) ==
+        "t.json/ranks/1/ops/1/collective: op 'ar' on rank 1 runs on a process group without it (0,2); expected a "
+        "process group that holds the op's rank");
+  CHECK(bad([](json& j) { j["ranks"][1]["ops"][1]["collective"]["group"] = 7; }) ==
+        "t.json/ranks/1/ops/1/collective: both \"group\" and \"ranks\"; expected one of them (a process group id, or "
+        "the ranks)");
+  CHECK(bad([](json& j) { j["ranks"][1]["ops"][1]["collective"]["group_size"] = 3; }) ==
+        "t.json/ranks/1/ops/1/collective/group_size: 3 for a group of 2 ranks in op 'ar'; expected the number of ranks "
+        "of the group");
+  CHECK(bad([](json& j) { j["ranks"][1]["rank"] = 0; }) ==
+        "t.json/ranks/1/rank: rank 0 after rank 0; expected ranks listed once each, in ascending order");
+  CHECK(bad([](json& j) { j["ranks"][1]["ops"] = json::array(); }) ==
+        "t.json/ranks/1/ops: no ops; expected a non-empty array of ops");
+  CHECK(bad([](json& j) { j["ranks"][1]["ops"][2]["p2p"]["peer"] = 1; }) ==
+        "t.json/ranks/1/ops/2/p2p/peer: peer 1 of op 'from0' on rank 1; expected another rank >= 0");
+  CHECK(bad([](json& j) { j["ranks"][1]["ops"][2]["p2p"]["kind"] = "put"; }) ==
+        "t.json/ranks/1/ops/2/p2p/kind: 'put'; expected \"send\" or \"recv\"");
+  CHECK(bad([](json& j) { j["ranks"][1]["ops"][2]["deps"] = {3}; }) ==
+        "t.json/ranks/1/ops/2/deps/0: dependency 3 of op 'from0' is not an earlier op of its rank; expected ids of ops "
+        "listed before this one on the same rank");
+  CHECK(bad([](json& j) { j["ranks"][1]["ops"][0]["params"][0]["name"] = "w"; j["ranks"][1]["ops"][1]["params"] = {{{"name", "w"}, {"elements", 1}}}; }) ==
+        "t.json/ranks/1/ops/1/params/0/name: tensor 'w' declared again in op 'ar'; expected each parameter tensor "
+        "declared once");
+  // Ids and tensor names are per rank: rank 1 reusing rank 0's ids and tensor names is valid.
+  CHECK(bad([](json&) {}) == "no error");
+  // Version 1 has no process groups, ranks or p2p.
+  auto v1 = minimal();
+  v1["ops"][2]["collective"]["ranks"] = {0, 1};
+  CHECK(error_of(v1) == "t.json/ops/2/collective/ranks: unknown key 'ranks'; expected one of kind, size_bytes, group_size");
 }
