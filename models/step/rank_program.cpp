@@ -108,12 +108,11 @@ bool collectives_serialised(const TaskGraph& g) {
 
 }  // namespace
 
-void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm, StepResult& r) {
+ProgramInstance instantiate_program(const RankProgram& p, const StepConfig& c, CommModel& comm, bool vary) {
   const std::uint64_t R = p.ranks();
   const auto& ops = p.ops();
   const auto& roles = p.roles();
-  sim::Simulator sim;  // before the runner, whose network and runs refer to it
-  auto runner = comm.concurrent_runner();
+  const bool concurrent = comm.concurrent_runner() != nullptr;
 
   // Collective times: rank 0's instances first, in program order (the order the former list
   // scheduler asked), then the other instances where needed. Key (op index, group index).
@@ -130,13 +129,16 @@ void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm,
   for (std::uint32_t i = 0; i < ops.size(); ++i) {
     if (ops[i].kind == NodeKind::collective) time_of(i, roles[ops[i].role].of_rank[0]);
   }
-  bool fold = c.fold && R > 1;
+  bool fold = c.fold && R > 1 && !vary;
+  // Per-rank compute factors: fold only when every rank has the representative's.
+  for (std::size_t k = 1; k < c.compute_scale.size() && k < R && fold; ++k) fold = c.compute_scale[k] == c.compute_scale[0];
+  if (fold && !c.compute_scale.empty() && c.compute_scale.size() < R) fold = c.compute_scale[0] == 1.0;
   if (fold) {
     for (std::uint32_t i = 0; i < ops.size() && fold; ++i) {
       const auto& o = ops[i];
       if (o.kind != NodeKind::collective) continue;
       const auto& role = roles[o.role];
-      if (runner) {
+      if (concurrent) {
         fold = role.groups.size() == 1;
         continue;
       }
@@ -144,12 +146,12 @@ void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm,
       for (std::uint32_t gi = 0; gi < role.groups.size() && fold; ++gi) fold = time_of(i, gi) == t0;
     }
   }
-
   // Instantiate op by op, so that each stream of each rank lists its nodes in program order.
   const std::uint64_t S = fold ? 1 : R;
   std::vector<int> sim_ranks(S);
   for (std::uint64_t k = 0; k < S; ++k) sim_ranks[k] = static_cast<int>(k);
-  TaskGraph g(sim_ranks, p.streams());
+  ProgramInstance inst{TaskGraph(sim_ranks, p.streams()), fold, R};
+  TaskGraph& g = inst.graph;
   g.reserve(ops.size() * S, 0);
   std::vector<std::vector<std::uint32_t>> role_group_id(roles.size());
   std::vector<char> role_used(roles.size(), 0);
@@ -196,11 +198,33 @@ void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm,
     }
     for (std::uint64_t k = 0; k < S; ++k) node_of[i * S + k] = inst_node[role.of_rank[k]];
   }
+  return inst;
+}
 
+bool uses_runner(const ProgramInstance& inst, CommModel& comm) {
+  return comm.concurrent_runner() != nullptr && !collectives_serialised(inst.graph);
+}
+
+void run_instance(const ProgramInstance& inst, const StepConfig& c, CommModel& comm, std::span<const double> scale,
+                  StepResult& r, Executor* reuse) {
+  const TaskGraph& g = inst.graph;
+  const std::uint64_t R = inst.ranks;
+  sim::Simulator sim;  // before the runner, whose network and runs refer to it
   // Timers where collectives cannot overlap; the concurrent runner (flow) where they can.
-  CollectiveRunner* use = runner && !collectives_serialised(g) ? runner.get() : nullptr;
-  Executor ex(g, use);
-  const ExecResult res = ex.run(sim);
+  std::unique_ptr<CollectiveRunner> runner = comm.concurrent_runner();
+  if (runner && collectives_serialised(g)) runner.reset();
+  CollectiveRunner* use = runner.get();
+  std::unique_ptr<Executor> own;
+  Executor* ex = reuse;
+  if (ex == nullptr || use != nullptr) {
+    own = std::make_unique<Executor>(g, use);
+    ex = own.get();
+  }
+  ex->set_compute_scale(scale);
+  const ExecResult res = ex->run(sim);
+  const std::size_t S = g.ranks().size();
+  const auto& sim_ranks = g.ranks();
+  const bool fold = inst.folded;
 
   // Per-rank figures (sums in node order, as the former list scheduler summed them).
   std::vector<RankResult> pr(S);
@@ -216,10 +240,14 @@ void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm,
   r.comm_s = 0;
   r.comm_bytes = 0;
   r.collectives = 0;
+  r.timeline.clear();
   for (NodeId n = 0; n < g.size(); ++n) {
     const auto& node = g.node(n);
-    const double d = node.kind == NodeKind::collective && use != nullptr ? (res.end[n] - res.start[n]).to_seconds()
-                                                                          : node.duration_s;
+    double d = node.kind == NodeKind::collective && use != nullptr ? (res.end[n] - res.start[n]).to_seconds()
+                                                                    : node.duration_s;
+    if (node.kind == NodeKind::compute && !scale.empty()) {
+      d *= scale[static_cast<std::size_t>(g.rank_index(node.rank))];
+    }
     on_rank(n, [&](std::size_t k) {
       rank_end[k] = std::max(rank_end[k], res.end[n]);
       auto& x = pr[k];
@@ -262,6 +290,19 @@ void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm,
   r.ranks_simulated = S;
   r.events = res.events;
   r.per_rank = std::move(pr);
+}
+
+void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm, StepResult& r) {
+  const ProgramInstance inst = instantiate_program(p, c, comm);
+  std::vector<double> scale;
+  if (!c.compute_scale.empty()) {
+    // Factors of the simulated ranks (a folded graph's representative: rank 0's).
+    for (const int rank : inst.graph.ranks()) {
+      const auto k = static_cast<std::size_t>(rank);
+      scale.push_back(k < c.compute_scale.size() ? c.compute_scale[k] : 1.0);
+    }
+  }
+  run_instance(inst, c, comm, scale, r);
 }
 
 }  // namespace shardsim::step
