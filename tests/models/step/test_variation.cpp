@@ -14,6 +14,7 @@
 #include "models/step/topology_comm.hpp"
 #include "models/step/variation.hpp"
 #include "sim/error.hpp"
+#include "tests/models/step/star8.hpp"
 #include "tests/models/step/toy_device.hpp"
 #include "topologies/topology.hpp"
 
@@ -21,15 +22,7 @@ using namespace shardsim;
 
 namespace {
 
-// 8 devices on one switch, 1 GB/s and 1 us per link.
-topo::Topology star8() {
-  topo::Topology t;
-  for (int i = 0; i < 8; ++i) t.add_device(topo::Node{fmt::format("d{}", i), topo::NodeKind::device, {}, {}, false});
-  const auto sw = t.add_switch(topo::Node{"sw", topo::NodeKind::switch_node, {}, {}, false});
-  for (int i = 0; i < 8; ++i) t.add_duplex(static_cast<topo::NodeId>(i), sw, 1e9, 1e-6, topo::LinkClass::ethernet);
-  t.name = "star8";
-  return t;
-}
+using test::star8;
 
 // Two units of 1,000 parameters. On the toy device (1 TFLOP/s, 56,000 B/s HBM):
 // forward 1e9 FLOPs per unit = 1 ms, backward 2e9 = 2 ms, Adam update of 2,000 parameters x
