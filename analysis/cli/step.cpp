@@ -55,6 +55,13 @@ std::string describe_step(const json& r) {
                    units::format_seconds(r.at("backward_s").get<double>()),
                    units::format_seconds(r.at("exposed_comm_s").get<double>()),
                    units::format_seconds(r.at("update_s").get<double>()), 100.0 * r.at("mfu").get<double>());
+  if (r.contains("samples")) {
+    const auto& q = r.at("step_time_quantiles_s");
+    s += fmt::format("{} sampled steps: mean {}, p50 {}, p90 {}, p99 {}, max {}\n", r.at("samples").get<std::uint64_t>(),
+                     units::format_seconds(r.at("step_time_mean_s").get<double>()),
+                     units::format_seconds(q.at("p50").get<double>()), units::format_seconds(q.at("p90").get<double>()),
+                     units::format_seconds(q.at("p99").get<double>()), units::format_seconds(q.at("max").get<double>()));
+  }
   if (r.at("strategy") == "trace") {
     s += fmt::format("replayed {} recorded collectives: communication {} in all\n", r.at("collectives").get<std::uint64_t>(),
                      units::format_seconds(r.at("comm_s").get<double>()));

@@ -82,6 +82,14 @@ const std::vector<StepOptionSpec>& step_option_table() {
       {"no-defer", "", &S::no_defer, "sharded: all-gather at step end, not in the next forward", ""},
       {"no-fusion", "", &S::no_fusion, "sharded: one padded buffer per tensor", ""},
       {"no-prefetch", "", &S::no_prefetch, "zero3: no prefetch of the next unit's all-gather", ""},
+      {"faults", "", &S::faults,
+       "Link/NIC faults, ';'-separated: link:A-B:FRACTION, nic:DEVICE:FRACTION, down:A-B, down:nic:DEVICE", ""},
+      {"compute-jitter", "", &S::compute_jitter,
+       "Per-rank compute noise, re-drawn every step: lognormal:SIGMA, normal:SIGMA or a histogram file", ""},
+      {"slow-ranks", "", &S::slow_ranks, "Persistently slow ranks: RANK:SPEED[,...] (0.5 = half speed)", ""},
+      {"seed", "", &S::seed, "Seed of --compute-jitter (default 1)", "a positive seed"},
+      {"samples", "", &S::samples, "Steps to sample: reports the mean and p50/p90/p99/max step time",
+       "a positive number of steps"},
   };
   return table;
 }

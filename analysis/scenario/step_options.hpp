@@ -50,6 +50,12 @@ struct StepOptions {
   bool no_defer = false;
   bool no_fusion = false;
   bool no_prefetch = false;
+  // Issue 16: non-uniform clusters (models/step/variation.hpp, topologies/faults.hpp).
+  std::optional<std::string> faults;          ///< link/NIC faults: link:A-B:0.5;down:A-B
+  std::optional<std::string> compute_jitter;  ///< lognormal:S, normal:S or a histogram file
+  std::optional<std::string> slow_ranks;      ///< RANK:SPEED[,...]
+  std::optional<std::uint64_t> seed;          ///< of the jitter; default 1
+  std::optional<std::uint64_t> samples;       ///< steps to sample; default 1
 };
 
 /// One row of the option table. `field` points at the StepOptions member; its type is the

@@ -201,6 +201,20 @@ TEST_CASE("sampled steps: same seed, same times; another seed, other times; the 
   v.seed = 12;
   const auto c = step::simulate_step_samples(workload(), test::toy_device(), config(), comm, v, 50);
   CHECK(a.step_time_s != c.step_time_s);
+  // Each sampled step (a one-pass evaluation of the graph, variation.cpp) is exactly the
+  // executor's step with that step's factors, for a replicated and a partially sharded step.
+  for (const auto strategy : {step::Strategy::replicated, step::Strategy::sharded}) {
+    auto cc = config();
+    cc.strategy = strategy;
+    cc.shard_group = strategy == step::Strategy::sharded ? 4 : 0;
+    v.seed = 11;
+    const auto sampled = step::simulate_step_samples(workload(), test::toy_device(), cc, comm, v, 5);
+    for (std::uint64_t k = 0; k < 5; ++k) {
+      v.factors(k, 8, cc.compute_scale);
+      CHECK(step::simulate_step(workload(), test::toy_device(), cc, comm).step_time_s == sampled.step_time_s[k]);
+    }
+  }
+  v.seed = 12;
   // Step 0 of the sampled run is the full result's step.
   CHECK(a.first.step_time_s == a.step_time_s[0]);
   CHECK(a.first.ranks_simulated == 8);
