@@ -88,6 +88,10 @@ const std::vector<StepOptionSpec>& step_option_table() {
        "Per-rank compute noise, re-drawn every step: lognormal:SIGMA, normal:SIGMA or a histogram file", ""},
       {"slow-ranks", "", &S::slow_ranks, "Persistently slow ranks: RANK:SPEED[,...] (0.5 = half speed)", ""},
       {"seed", "", &S::seed, "Seed of --compute-jitter (default 1)", "a positive seed"},
+      {"rank-devices", "", &S::rank_devices,
+       "Heterogeneous ranks: RANKS:DEVICE[,...] (0-7:h100,8-15:a100-80gb); the others keep --device", ""},
+      {"batch-split", "", &S::batch_split,
+       "even (default): every rank --batch-per-device; speed: the global batch split in proportion to device speed", ""},
       {"samples", "", &S::samples, "Steps to sample: reports the mean and p50/p90/p99/max step time",
        "a positive number of steps"},
   };

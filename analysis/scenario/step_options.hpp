@@ -56,6 +56,8 @@ struct StepOptions {
   std::optional<std::string> slow_ranks;      ///< RANK:SPEED[,...]
   std::optional<std::uint64_t> seed;          ///< of the jitter; default 1
   std::optional<std::uint64_t> samples;       ///< steps to sample; default 1
+  std::optional<std::string> rank_devices;    ///< RANKS:DEVICE[,...]: heterogeneous ranks
+  std::optional<std::string> batch_split;     ///< even (default) | speed
 };
 
 /// One row of the option table. `field` points at the StepOptions member; its type is the

@@ -217,10 +217,33 @@ StepReport StepRunner::run(const StepOptions& o, bool record_timeline) {
   if (o.slow_ranks) variation.slow = step::parse_slow_ranks(*o.slow_ranks, "--slow-ranks");
   variation.seed = o.seed.value_or(1);
   const std::uint64_t samples = o.samples.value_or(1);
+  // Heterogeneous ranks (issue 16): each rank's compute from its own device, optionally with
+  // the batch split in proportion to device speed (compute linear in its samples).
+  std::vector<double> device_scale;
+  if (o.rank_devices && !o.rank_devices->empty()) {
+    const auto devs = step::parse_rank_devices(*o.rank_devices, c.dp, dev, "--rank-devices");
+    device_scale = step::device_factors(w, c.precision == opt::Precision::mixed, devs, dev);
+  }
+  const std::string split = o.batch_split.value_or("even");
+  if (split != "even" && split != "speed") {
+    throw ConfigError("--batch-split", fmt::format("'{}'", split), "even or speed");
+  }
+  if (split == "speed" && !device_scale.empty()) {
+    const auto batches = step::balanced_batches(device_scale, batch);
+    for (std::size_t k = 0; k < device_scale.size(); ++k) {
+      if (batches[k] == 0) {
+        throw ConfigError("--batch-split", fmt::format("speed gives rank {} no sample of {}", k, batch * c.dp),
+                          "a global batch large enough for every rank to get a sample");
+      }
+      device_scale[k] *= static_cast<double>(batches[k]) / static_cast<double>(batch);
+    }
+    r.rank_batches = batches;
+  }
   if (variation.empty() && samples == 1) {
+    c.compute_scale = device_scale;
     r.result = step::simulate_step(w, dev, c, comm);
   } else {
-    auto s = step::simulate_step_samples(w, dev, c, comm, variation, samples);
+    auto s = step::simulate_step_samples(w, dev, c, comm, variation, samples, device_scale);
     r.result = std::move(s.first);
     if (samples > 1) r.samples = StepReport::Samples{std::move(s.step_time_s), s.mean_s, s.p50_s, s.p90_s, s.p99_s, s.max_s};
   }
@@ -282,6 +305,7 @@ json to_json(const StepReport& rep) {
   out["memory_bytes"] = memory_json(r.memory);
   out["trace_collectives"] = rep.trace_collectives;
   out["dropped_trace_collectives"] = rep.dropped_trace_collectives;
+  if (!rep.rank_batches.empty()) out["rank_batches"] = rep.rank_batches;
   if (rep.samples) {
     out["samples"] = rep.samples->step_time_s.size();
     out["step_time_mean_s"] = rep.samples->mean_s;

@@ -35,6 +35,8 @@ struct StepReport {
     double mean_s = 0, p50_s = 0, p90_s = 0, p99_s = 0, max_s = 0;
   };
   std::optional<Samples> samples;
+  /// --batch-split speed: samples per rank (JSON rank_batches); empty otherwise.
+  std::vector<std::uint64_t> rank_batches;
 };
 
 /// Runs steps, keeping what several of them share: topologies (by spec), the collective

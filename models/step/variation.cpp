@@ -226,6 +226,75 @@ void ComputeVariation::factors(std::uint64_t step, std::uint64_t ranks, std::vec
   }
 }
 
+std::vector<const compute::Device*> parse_rank_devices(const std::string& spec, std::uint64_t ranks,
+                                                       const compute::Device& base, const std::string& where) {
+  std::vector<const compute::Device*> out(ranks, &base);
+  std::string_view rest = spec;
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    const auto colon = item.find(':');
+    if (colon == std::string_view::npos) {
+      throw ConfigError(where, fmt::format("'{}'", item), "RANKS:DEVICE (e.g. 0-7:h100,8-15:a100-80gb)");
+    }
+    const auto rs = item.substr(0, colon);
+    const auto dash = rs.find('-');
+    std::uint64_t a = 0, b = 0;
+    auto num = [&](std::string_view t, std::uint64_t& v) {
+      const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+      return ec == std::errc() && p == t.data() + t.size() && !t.empty();
+    };
+    const bool ok = dash == std::string_view::npos ? num(rs, a) && num(rs, b)
+                                                   : num(rs.substr(0, dash), a) && num(rs.substr(dash + 1), b);
+    if (!ok || a > b || b >= ranks) {
+      throw ConfigError(where, fmt::format("ranks '{}' in '{}'", rs, item), fmt::format("a or a-b within 0..{}", ranks - 1));
+    }
+    const auto& d = compute::find_device(std::string(item.substr(colon + 1)), where);
+    for (std::uint64_t r = a; r <= b; ++r) out[r] = &d;
+  }
+  return out;
+}
+
+std::vector<double> device_factors(const Workload& w, bool mixed_precision, const std::vector<const compute::Device*>& devs,
+                                   const compute::Device& base) {
+  const auto math = mixed_precision ? compute::MathType::bf16 : compute::MathType::fp32;
+  auto total = [&](const compute::Device& d) {
+    double t = 0;
+    for (const auto& o : w.ops) t += d.op_time_s(o.flops, o.bytes, math);
+    return t;
+  };
+  const double t0 = total(base);
+  std::vector<double> out(devs.size(), 1.0);
+  std::vector<std::pair<const compute::Device*, double>> seen;  // a few distinct devices
+  for (std::size_t r = 0; r < devs.size(); ++r) {
+    if (devs[r] == &base || !(t0 > 0)) continue;
+    auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& x) { return x.first == devs[r]; });
+    if (it == seen.end()) it = seen.insert(seen.end(), {devs[r], total(*devs[r]) / t0});
+    out[r] = it->second;
+  }
+  return out;
+}
+
+std::vector<std::uint64_t> balanced_batches(const std::vector<double>& factors, std::uint64_t batch) {
+  const std::size_t n = factors.size();
+  double speed = 0;
+  for (const double f : factors) speed += 1 / f;
+  const std::uint64_t total = batch * n;
+  std::vector<std::uint64_t> out(n);
+  std::vector<std::pair<double, std::size_t>> rem(n);
+  std::uint64_t given = 0;
+  for (std::size_t r = 0; r < n; ++r) {
+    const double share = static_cast<double>(total) * (1 / factors[r]) / speed;
+    out[r] = static_cast<std::uint64_t>(std::floor(share));
+    given += out[r];
+    rem[r] = {share - std::floor(share), r};
+  }
+  std::stable_sort(rem.begin(), rem.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  for (std::size_t k = 0; given < total && k < n; ++k, ++given) ++out[rem[k].second];
+  return out;
+}
+
 double quantile_sorted(const std::vector<double>& v, double q) {
   if (v.empty()) throw std::invalid_argument("quantile of no values");
   // Hyndman and Fan 1996, definition 7: h = (n - 1) q, interpolate between floor and ceil.

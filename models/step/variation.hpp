@@ -90,6 +90,21 @@ struct ComputeVariation {
   void factors(std::uint64_t step, std::uint64_t ranks, std::vector<double>& out) const;
 };
 
+/// Heterogeneous clusters: "RANKS:DEVICE[,RANKS:DEVICE...]" (RANKS = "a" or "a-b", DEVICE a
+/// preset of `shardsim list devices`) gives ranks their own device; the others keep `base`.
+/// Throws ConfigError naming `where` for a bad item, an unknown device, a rank >= ranks.
+std::vector<const compute::Device*> parse_rank_devices(const std::string& spec, std::uint64_t ranks,
+                                                       const compute::Device& base, const std::string& where);
+/// Compute factor of each rank: the roofline time of the workload's ops (forward and
+/// backward, models/compute/device.hpp) on its device over that on `base`. First order: one
+/// ratio per rank for all its compute (the optimizer update included).
+std::vector<double> device_factors(const Workload& w, bool mixed_precision, const std::vector<const compute::Device*>& devs,
+                                   const compute::Device& base);
+/// The batch split in proportion to device speed (1 / factor): integer samples per rank that
+/// sum to ranks x batch, by the largest-remainder method (Hamilton), ties to the lower rank.
+/// A rank's compute then scales by its samples / batch (compute linear in the batch).
+std::vector<std::uint64_t> balanced_batches(const std::vector<double>& factors, std::uint64_t batch);
+
 /// Quantile of sorted values, linear interpolation between order statistics (Hyndman and
 /// Fan 1996, definition 7: h = (n - 1) q). Throws std::invalid_argument when empty.
 double quantile_sorted(const std::vector<double>& sorted, double q);

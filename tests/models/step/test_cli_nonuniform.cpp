@@ -99,3 +99,24 @@ TEST_CASE("plan --reliability: goodput and expected time to train per Pareto can
         doctest::Approx(x.at("time_to_train_s").get<double>() / x.at("goodput").get<double>()).epsilon(1e-12));
   CHECK(x.at("goodput").get<double>() < 1);
 }
+
+TEST_CASE("heterogeneous ranks: slower devices slow the step; a speed split of the batch recovers part of it") {
+  const std::string s = "step --model gpt3-125m -b 8 --seq 1024 --topology dgx-h100-16 --json ";
+  const auto even = nlohmann::json::parse(run_shardsim(s).out);
+  const auto mixed = run_shardsim(s + "--rank-devices 8-15:a100-80gb");
+  const auto split = run_shardsim(s + "--rank-devices 8-15:a100-80gb --batch-split speed");
+  REQUIRE(mixed.status == 0);
+  REQUIRE(split.status == 0);
+  const auto jm = nlohmann::json::parse(mixed.out), js = nlohmann::json::parse(split.out);
+  CHECK(jm.at("ranks_simulated") == 16);
+  CHECK(jm.at("step_time_s").get<double>() > even.at("step_time_s").get<double>());
+  CHECK(js.at("step_time_s").get<double>() < jm.at("step_time_s").get<double>());
+  // The global batch (16 x 8) is kept, more of it on the H100s.
+  std::uint64_t total = 0;
+  for (const auto& b : js.at("rank_batches")) total += b.get<std::uint64_t>();
+  CHECK(total == 128);
+  CHECK(js.at("rank_batches").at(0).get<std::uint64_t>() > js.at("rank_batches").at(15).get<std::uint64_t>());
+  const auto bad = run_shardsim(s + "--rank-devices 8-15:a100-80gb --batch-split fast");
+  CHECK(bad.status == 2);
+  CHECK(bad.out.find("--batch-split: 'fast'; expected even or speed") != std::string::npos);
+}

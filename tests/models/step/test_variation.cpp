@@ -267,3 +267,38 @@ TEST_CASE("Executor::set_compute_scale rejects wrong sizes and factors") {
   ex.set_compute_scale({});
   CHECK(ex.run().makespan == Time::from_seconds(1.0));
 }
+
+TEST_CASE("heterogeneous ranks: a device at half the speed is a factor 2, and a speed split balances them") {
+  auto slow = test::toy_device();
+  slow.name = "toy-half";
+  slow.peak_flops[compute::MathType::bf16] = 0.5e12;
+  slow.peak_flops[compute::MathType::fp32] = 0.5e12;
+  slow.hbm_Bps = 28000;
+  // Every op's roofline time doubles on it: one factor 2 per rank on it.
+  const auto base = test::toy_device();
+  std::vector<const compute::Device*> per_rank(8, &base);
+  for (int r = 4; r < 8; ++r) per_rank[static_cast<std::size_t>(r)] = &slow;
+  const auto f = step::device_factors(workload(), true, per_rank, base);
+  CHECK(f[0] == 1.0);
+  CHECK(f[4] == doctest::Approx(2.0).epsilon(1e-15));
+  // The step equals the one with ranks 4-7 at half speed.
+  auto c = config();
+  c.compute_scale = f;
+  auto h = config();
+  h.compute_scale = {1, 1, 1, 1, 2, 2, 2, 2};
+  CHECK(run(c).step_time_s == doctest::Approx(run(h).step_time_s).epsilon(1e-12));
+  // Speeds 1,1,1,1,.5,.5,.5,.5 (total 6) share 8 x 3 = 24 samples: 4 each on the fast ranks,
+  // 2 each on the slow ones; every rank's compute is then 4/3 of the even split's.
+  const auto b = step::balanced_batches(f, 3);
+  CHECK(b == std::vector<std::uint64_t>{4, 4, 4, 4, 2, 2, 2, 2});
+  // Largest remainder: 3 samples at speeds 1, 1, 0.5 are shares 1.2, 1.2, 0.6 -> 1, 1, 1;
+  // 4 samples at speeds 1, 0.5 are 2.67, 1.33 -> 3, 1.
+  CHECK(step::balanced_batches({1, 1, 2}, 1) == std::vector<std::uint64_t>{1, 1, 1});
+  CHECK(step::balanced_batches({1, 2}, 2) == std::vector<std::uint64_t>{3, 1});
+  const auto devs2 = step::parse_rank_devices("0-3:h100,7:a100-80gb", 8, base, "--rank-devices");
+  CHECK(devs2[0]->name == "h100");
+  CHECK(devs2[4] == &base);
+  CHECK(devs2[7]->name == "a100-80gb");
+  CHECK_THROWS_WITH_AS(step::parse_rank_devices("6-9:h100", 8, base, "--rank-devices"),
+                       "--rank-devices: ranks '6-9' in '6-9:h100'; expected a or a-b within 0..7", ConfigError);
+}
