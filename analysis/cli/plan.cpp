@@ -3,6 +3,7 @@
 // every rejected configuration with its reason; exits 3 when nothing is feasible.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <iostream>
 #include <memory>
 
@@ -26,7 +27,7 @@ struct PlanCliOptions {
   bool json = false;
   // --reliability (issue 16, analysis/plan/reliability.hpp)
   bool reliability = false;
-  std::string storage_bw, read_bw, restart = "10min", interval;
+  std::string storage_bw, read_bw, restart = "10min", interval, goodput_csv;
   std::uint32_t per_host = 8;
 };
 
@@ -59,6 +60,19 @@ nlohmann::json reliability_rows(const PlanCliOptions& o, const plan::PlanResult&
                     {"young_interval_s", x.young_interval_s}, {"daly_interval_s", x.daly_interval_s},
                     {"interval_s", x.interval_s}, {"goodput", x.goodput},
                     {"time_to_train_s", c.time_to_train_s}, {"expected_time_to_train_s", c.time_to_train_s / x.goodput}});
+  }
+  if (!o.goodput_csv.empty()) {
+    // Goodput against the interval for each candidate's size: 1 min x sqrt(2)^k up to 2 days
+    // (`shardsim plot FILE --x interval_s --y goodput --by devices --logx`).
+    std::string csv = "devices,interval_s,goodput,status\n";
+    for (const auto i : p.pareto) {
+      in.devices = p.candidates[i].devices;
+      for (double t = 60; t <= 2 * 86400.0; t *= std::sqrt(2.0)) {
+        in.interval_s = t;
+        csv += fmt::format("{},{:.6g},{:.6g},ok\n", in.devices, t, plan::reliability(in).goodput);
+      }
+    }
+    analysis::write_file(o.goodput_csv, csv, "--goodput-csv");
   }
   return rows;
 }
@@ -180,6 +194,7 @@ void setup_plan(CLI::App& root) {
   sub->add_option("--storage-read-bandwidth", o->read_bw, "--reliability: restore read bandwidth (default: the write one)");
   sub->add_option("--restart-time", o->restart, "--reliability: rescheduling before a restore (default 10min, an assumption)");
   sub->add_option("--checkpoint-interval", o->interval, "--reliability: compute between checkpoints (default: Daly's optimum)");
+  sub->add_option("--goodput-csv", o->goodput_csv, "--reliability: write devices,interval_s,goodput rows to this CSV");
   sub->add_option("--devices-per-host", o->per_host, "--reliability: devices per host (default 8)")->check(CLI::PositiveNumber);
   sub->add_flag("--json", o->json, "Print JSON (config, steps, pareto, dominated, rejected)");
   sub->callback([o] { run_plan(*o); });

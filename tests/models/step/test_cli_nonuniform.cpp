@@ -7,6 +7,8 @@
 
 #include "../../shell_run.hpp"
 
+#include <cstdlib>
+#include <fstream>
 #include <string>
 
 namespace {
@@ -119,4 +121,39 @@ TEST_CASE("heterogeneous ranks: slower devices slow the step; a speed split of t
   const auto bad = run_shardsim(s + "--rank-devices 8-15:a100-80gb --batch-split fast");
   CHECK(bad.status == 2);
   CHECK(bad.out.find("--batch-split: 'fast'; expected even or speed") != std::string::npos);
+}
+
+TEST_CASE("plot data: step-time quantiles appended per size, goodput against the interval") {
+  const std::string dir = std::string(SHARDSIM_BINARY_DIR) + "/test_cli_nonuniform";
+  REQUIRE(std::system(("mkdir -p " + dir + " && rm -f " + dir + "/q.csv").c_str()) == 0);
+  for (const char* n : {"4", "8"}) {
+    const auto r = run_shardsim(kStep + "--dp " + n + " --samples 5 --compute-jitter normal:0.1 --quantiles-csv " + dir + "/q.csv");
+    REQUIRE(r.status == 0);
+  }
+  std::ifstream q(dir + "/q.csv");
+  std::string line, all;
+  int rows = 0;
+  while (std::getline(q, line)) {
+    all += line + "\n";
+    ++rows;
+  }
+  CHECK(rows == 1 + 2 * 5);  // header, then mean, p50, p90, p99, max per size
+  CHECK(all.rfind("devices,statistic,step_time_s,status\n4,mean,", 0) == 0);
+  CHECK(all.find("\n8,max,") != std::string::npos);
+  CHECK(run_shardsim(kStep + "--quantiles-csv " + dir + "/q2.csv").status == 2);  // needs --samples
+
+  const auto g = run_shardsim("plan --model gpt3-125m --steps 1000 --global-batch 64 --hardware dgx-h100-64 "
+                              "--strategies replicated --reliability --storage-bandwidth 1GB/s --goodput-csv " + dir + "/g.csv --json");
+  REQUIRE(g.status == 0);
+  const double daly = nlohmann::json::parse(g.out).at("reliability").at(0).at("goodput").get<double>();
+  std::ifstream gf(dir + "/g.csv");
+  std::getline(gf, line);
+  CHECK(line == "devices,interval_s,goodput,status");
+  int points = 0;
+  while (std::getline(gf, line)) {
+    ++points;
+    const double goodput = std::stod(line.substr(line.find(',', 3) + 1));
+    CHECK(goodput <= daly + 1e-6);  // no interval beats Daly's (up to the CSV's 6 digits)
+  }
+  CHECK(points == 23);  // 60 s x sqrt(2)^k up to 2 days: k = 0..22
 }
