@@ -39,38 +39,44 @@ namespace {
 class ShortestPathRouter final : public Router {
  public:
   void route(const Topology& t, NodeId src, NodeId dst, std::vector<LinkId>& out) const override {
-    // Breadth-first search by hop count; out-links are visited in insertion (LinkId) order,
-    // so ties go to the lowest LinkId and the result is deterministic.
-    const std::size_t n = t.num_nodes();
-    std::vector<LinkId> via(n, std::numeric_limits<LinkId>::max());
-    std::vector<char> seen(n, 0);
-    std::deque<NodeId> q{src};
-    seen[src] = 1;
-    while (!q.empty() && !seen[dst]) {
-      const NodeId u = q.front();
-      q.pop_front();
-      // Switches forward; devices relay traffic for others only where the topology says
-      // they do (Topology::devices_forward).
-      if (u != src && t.node(u).kind == NodeKind::device && !t.devices_forward) continue;
-      for (LinkId l : t.out_links(u)) {
-        const NodeId v = t.link(l).dst;
-        if (seen[v]) continue;
-        seen[v] = 1;
-        via[v] = l;
-        q.push_back(v);
-      }
-    }
-    if (!seen[dst]) {
+    if (!shortest_path(t, src, dst, nullptr, out)) {
       throw std::runtime_error(fmt::format("no route from {} to {}", t.node(src).name, t.node(dst).name));
     }
-    const std::size_t start = out.size();
-    for (NodeId v = dst; v != src; v = t.link(via[v]).src) out.push_back(via[v]);
-    std::reverse(out.begin() + static_cast<std::ptrdiff_t>(start), out.end());
   }
   [[nodiscard]] std::string name() const override { return "shortest-path"; }
 };
 
 }  // namespace
+
+bool shortest_path(const Topology& t, NodeId src, NodeId dst, const std::vector<char>* skip, std::vector<LinkId>& out) {
+  // Breadth-first search by hop count; out-links are visited in insertion (LinkId) order,
+  // so ties go to the lowest LinkId and the result is deterministic.
+  const std::size_t n = t.num_nodes();
+  std::vector<LinkId> via(n, std::numeric_limits<LinkId>::max());
+  std::vector<char> seen(n, 0);
+  std::deque<NodeId> q{src};
+  seen[src] = 1;
+  while (!q.empty() && !seen[dst]) {
+    const NodeId u = q.front();
+    q.pop_front();
+    // Switches forward; devices relay traffic for others only where the topology says
+    // they do (Topology::devices_forward).
+    if (u != src && t.node(u).kind == NodeKind::device && !t.devices_forward) continue;
+    for (LinkId l : t.out_links(u)) {
+      if (skip != nullptr && (*skip)[l] != 0) continue;
+      const NodeId v = t.link(l).dst;
+      if (seen[v]) continue;
+      seen[v] = 1;
+      via[v] = l;
+      q.push_back(v);
+    }
+  }
+  if (!seen[dst]) return false;
+  const std::size_t start = out.size();
+  for (NodeId v = dst; v != src; v = t.link(via[v]).src) out.push_back(via[v]);
+  std::reverse(out.begin() + static_cast<std::ptrdiff_t>(start), out.end());
+  return true;
+}
 
 std::shared_ptr<const Router> make_shortest_path_router() { return std::make_shared<ShortestPathRouter>(); }
 
@@ -129,6 +135,18 @@ LinkId Topology::add_duplex(NodeId a, NodeId b, double bandwidth_Bps, double lat
   const LinkId ab = add_link(a, b, bandwidth_Bps, latency_s, cls);
   add_link(b, a, bandwidth_Bps, latency_s, cls);
   return ab;
+}
+
+void Topology::set_link_bandwidth(LinkId l, double bandwidth_Bps) {
+  if (l >= links_.size()) {
+    throw ConfigError(fmt::format("link {}", l), "a link id past the last link", fmt::format("ids below {}", links_.size()));
+  }
+  if (!(bandwidth_Bps > 0) || !std::isfinite(bandwidth_Bps)) {
+    throw ConfigError(fmt::format("link {}->{}", nodes_[links_[l].src].name, nodes_[links_[l].dst].name),
+                      fmt::format("bandwidth {} B/s", bandwidth_Bps), "a bandwidth greater than zero");
+  }
+  links_[l].bandwidth_Bps = bandwidth_Bps;
+  clear_routes();
 }
 
 void Topology::set_router(std::shared_ptr<const Router> r) {

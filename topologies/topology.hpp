@@ -68,6 +68,11 @@ class Router {
   [[nodiscard]] virtual std::string name() const = 0;
 };
 
+/// The shortest path from src to dst by hop count (breadth-first), ties to the lowest LinkId,
+/// through devices only when Topology::devices_forward, skipping links l with skip[l] != 0
+/// (skip may be null). Appends it to `out` and returns true, or returns false (no path).
+bool shortest_path(const Topology& t, NodeId src, NodeId dst, const std::vector<char>* skip, std::vector<LinkId>& out);
+
 /// Shortest paths by hop count (breadth-first), ties broken by lowest LinkId. Paths pass
 /// through devices only when Topology::devices_forward is set. O(V + E) per new pair.
 std::shared_ptr<const Router> make_shortest_path_router();
@@ -105,6 +110,10 @@ class Topology {
 
   void set_router(std::shared_ptr<const Router> r);
   [[nodiscard]] const Router& router() const { return *router_; }
+  [[nodiscard]] std::shared_ptr<const Router> shared_router() const { return router_; }
+  /// Changes one link's bandwidth (faults.hpp: a degraded link); clears the route cache.
+  /// Throws ConfigError for a bad id or a bandwidth that is not positive and finite.
+  void set_link_bandwidth(LinkId l, double bandwidth_Bps);
   /// Route between two nodes (cached). Same node: an empty route.
   [[nodiscard]] const Route& route(NodeId src, NodeId dst) const;
   /// Route between two ranks.

@@ -3,12 +3,17 @@
 // every rejected configuration with its reason; exits 3 when nothing is feasible.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <iostream>
 #include <memory>
 
 #include "analysis/cli/command.hpp"
 #include "analysis/output/table.hpp"
 #include "analysis/plan/plan.hpp"
+#include "analysis/plan/reliability.hpp"
+#include "models/optimizer/optimizer.hpp"
+#include "sim/error.hpp"
+#include "traces/zoo/zoo.hpp"
 #include "sim/units.hpp"
 
 namespace shardsim::cli {
@@ -20,7 +25,57 @@ struct PlanCliOptions {
   double budget = 0, price = 0;
   std::uint64_t steps = 0;
   bool json = false;
+  // --reliability (issue 16, analysis/plan/reliability.hpp)
+  bool reliability = false;
+  std::string storage_bw, read_bw, restart = "10min", interval, goodput_csv;
+  std::uint32_t per_host = 8;
 };
+
+// Goodput under failures of each Pareto candidate: checkpoint = the model state (weights and
+// optimizer state, w + K bytes per parameter, ZeRO paper sec. 3.1; gradients are not saved).
+nlohmann::json reliability_rows(const PlanCliOptions& o, const plan::PlanResult& p) {
+  if (o.storage_bw.empty()) {
+    throw ConfigError("--storage-bandwidth", "missing with --reliability", "the aggregate checkpoint write bandwidth, e.g. 100GB/s");
+  }
+  const auto& r = o.req;
+  const auto& m = zoo::find_model(r.model, "--model");
+  const double params = static_cast<double>(zoo::generate(m, 1, r.seq).parameter_count());
+  const auto& optimizer = opt::find_optimizer(r.optimizer, "--optimizer");
+  const auto precision = opt::precision_from_string(r.precision, "--precision");
+  plan::ReliabilityInput in;
+  in.devices_per_host = o.per_host;
+  in.state_bytes = params * (opt::weight_bytes(precision) + opt::state_bytes_per_param(optimizer, precision));
+  in.write_Bps = units::parse_rate_Bps(o.storage_bw, "--storage-bandwidth");
+  if (!o.read_bw.empty()) in.read_Bps = units::parse_rate_Bps(o.read_bw, "--storage-read-bandwidth");
+  in.restart_s = plan::parse_duration_s(o.restart, "--restart-time");
+  if (!o.interval.empty()) in.interval_s = plan::parse_duration_s(o.interval, "--checkpoint-interval");
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto i : p.pareto) {
+    const auto& c = p.candidates[i];
+    in.devices = c.devices;
+    const auto x = plan::reliability(in);
+    rows.push_back({{"candidate", i}, {"hardware", c.hardware}, {"devices", c.devices}, {"strategy", c.strategy},
+                    {"failures_per_h", x.failures_per_h}, {"mtbf_s", x.mtbf_s}, {"checkpoint_bytes", in.state_bytes},
+                    {"checkpoint_s", x.checkpoint_s}, {"restore_s", x.restore_s},
+                    {"young_interval_s", x.young_interval_s}, {"daly_interval_s", x.daly_interval_s},
+                    {"interval_s", x.interval_s}, {"goodput", x.goodput},
+                    {"time_to_train_s", c.time_to_train_s}, {"expected_time_to_train_s", c.time_to_train_s / x.goodput}});
+  }
+  if (!o.goodput_csv.empty()) {
+    // Goodput against the interval for each candidate's size: 1 min x sqrt(2)^k up to 2 days
+    // (`shardsim plot FILE --x interval_s --y goodput --by devices --logx`).
+    std::string csv = "devices,interval_s,goodput,status\n";
+    for (const auto i : p.pareto) {
+      in.devices = p.candidates[i].devices;
+      for (double t = 60; t <= 2 * 86400.0; t *= std::sqrt(2.0)) {
+        in.interval_s = t;
+        csv += fmt::format("{},{:.6g},{:.6g},ok\n", in.devices, t, plan::reliability(in).goodput);
+      }
+    }
+    analysis::write_file(o.goodput_csv, csv, "--goodput-csv");
+  }
+  return rows;
+}
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -59,8 +114,14 @@ void run_plan(PlanCliOptions& o) {
   }
   const auto p = plan::make_plan(r);
   if (p.pareto.empty()) exit_status() = 3;
+  const nlohmann::json rel = o.reliability ? reliability_rows(o, p) : nlohmann::json();
   if (o.json) {
-    std::cout << plan::to_json(p).dump(2) << "\n";
+    auto j = plan::to_json(p);
+    if (o.reliability) {
+      j["reliability"] = rel;
+      j["reliability_rates"] = plan::llama3_rates().source;
+    }
+    std::cout << j.dump(2) << "\n";
     return;
   }
   fmt::print("# plan: {} on {}, global batch {}, {} steps\n", r.model, o.hardware, r.global_batch, p.steps);
@@ -78,6 +139,21 @@ void run_plan(PlanCliOptions& o) {
     }
     fmt::print("Pareto set over (time to train, devices, cost): {} of {} feasible configurations\n{}", p.pareto.size(),
                feasible, t.str());
+  }
+  if (o.reliability && !rel.empty()) {
+    analysis::Table t({"hardware", "devices", "strategy", "MTBF", "checkpoint", "restore", "interval (Daly)",
+                       "goodput", "time to train", "expected with failures"});
+    for (const auto& x : rel) {
+      t.add({x.at("hardware").get<std::string>(), std::to_string(x.at("devices").get<std::uint64_t>()),
+             x.at("strategy").get<std::string>(), plan::format_duration(x.at("mtbf_s").get<double>()),
+             units::format_seconds(x.at("checkpoint_s").get<double>()), units::format_seconds(x.at("restore_s").get<double>()),
+             plan::format_duration(x.at("interval_s").get<double>()), fmt::format("{:.1f}%", 100 * x.at("goodput").get<double>()),
+             plan::format_duration(x.at("time_to_train_s").get<double>()),
+             plan::format_duration(x.at("expected_time_to_train_s").get<double>())});
+    }
+    fmt::print("\nGoodput under failures ({}; checkpoint {} at {}):\n{}", plan::llama3_rates().source,
+               units::format_bytes(static_cast<std::uint64_t>(rel.front().at("checkpoint_bytes").get<double>())),
+               o.storage_bw, t.str());
   }
   const std::size_t rejected = p.candidates.size() - feasible;
   if (rejected > 0) {
@@ -111,6 +187,15 @@ void setup_plan(CLI::App& root) {
   sub->add_option("--precision", o->req.precision, "fp32 | mixed")->default_val("mixed");
   sub->add_option("--fidelity", o->req.fidelity, "analytical | flow")->default_val("analytical");
   sub->add_option("--buckets", o->buckets, "Gradient bucket sizes to search (default 25MiB,100MiB)");
+  sub->add_flag("--reliability", o->reliability,
+                "Goodput under failures: job MTBF from per-component rates (Llama 3), Young/Daly checkpoint interval, "
+                "expected time to train (docs/reliability.md)");
+  sub->add_option("--storage-bandwidth", o->storage_bw, "--reliability: aggregate checkpoint write bandwidth (100GB/s)");
+  sub->add_option("--storage-read-bandwidth", o->read_bw, "--reliability: restore read bandwidth (default: the write one)");
+  sub->add_option("--restart-time", o->restart, "--reliability: rescheduling before a restore (default 10min, an assumption)");
+  sub->add_option("--checkpoint-interval", o->interval, "--reliability: compute between checkpoints (default: Daly's optimum)");
+  sub->add_option("--goodput-csv", o->goodput_csv, "--reliability: write devices,interval_s,goodput rows to this CSV");
+  sub->add_option("--devices-per-host", o->per_host, "--reliability: devices per host (default 8)")->check(CLI::PositiveNumber);
   sub->add_flag("--json", o->json, "Print JSON (config, steps, pareto, dominated, rejected)");
   sub->callback([o] { run_plan(*o); });
 }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -55,6 +56,13 @@ std::string describe_step(const json& r) {
                    units::format_seconds(r.at("backward_s").get<double>()),
                    units::format_seconds(r.at("exposed_comm_s").get<double>()),
                    units::format_seconds(r.at("update_s").get<double>()), 100.0 * r.at("mfu").get<double>());
+  if (r.contains("samples")) {
+    const auto& q = r.at("step_time_quantiles_s");
+    s += fmt::format("{} sampled steps: mean {}, p50 {}, p90 {}, p99 {}, max {}\n", r.at("samples").get<std::uint64_t>(),
+                     units::format_seconds(r.at("step_time_mean_s").get<double>()),
+                     units::format_seconds(q.at("p50").get<double>()), units::format_seconds(q.at("p90").get<double>()),
+                     units::format_seconds(q.at("p99").get<double>()), units::format_seconds(q.at("max").get<double>()));
+  }
   if (r.at("strategy") == "trace") {
     s += fmt::format("replayed {} recorded collectives: communication {} in all\n", r.at("collectives").get<std::uint64_t>(),
                      units::format_seconds(r.at("comm_s").get<double>()));
@@ -68,7 +76,7 @@ std::string describe_step(const json& r) {
 
 struct StepCliOptions {
   analysis::StepOptions step;
-  std::string timeline;
+  std::string timeline, quantiles_csv;
   bool json_out = false;
 };
 
@@ -95,17 +103,35 @@ void write_timeline(const std::vector<step::Interval>& iv, const json& result, c
   analysis::write_file(path, t.str(), "--timeline");
 }
 
+// --quantiles-csv (issue 16): one row per statistic of the sampled step times, appended (the
+// header when the file is new), so that runs at several sizes make one CSV for `shardsim plot
+// FILE --x devices --y step_time_s --by statistic` (docs/reliability.md).
+void append_quantiles(const json& r, const std::string& path) {
+  if (!r.contains("samples")) throw ConfigError("--quantiles-csv", "without --samples N > 1", "--samples of at least 2 steps");
+  const bool fresh = !std::ifstream(path).good();
+  std::ofstream f(path, std::ios::app);
+  if (!f) throw ConfigError("--quantiles-csv", fmt::format("cannot write '{}'", path), "a writable file");
+  if (fresh) f << "devices,statistic,step_time_s,status\n";
+  const auto dp = r.at("dp").get<std::uint64_t>();
+  const auto& q = r.at("step_time_quantiles_s");
+  f << fmt::format("{},mean,{:.6g},ok\n", dp, r.at("step_time_mean_s").get<double>());
+  for (const char* k : {"p50", "p90", "p99", "max"}) f << fmt::format("{},{},{:.6g},ok\n", dp, k, q.at(k).get<double>());
+}
+
 void setup_step(CLI::App& root) {
   auto o = std::make_shared<StepCliOptions>();
   auto* sub = root.add_subcommand("step", "One data-parallel training step: breakdown, memory, MFU");
   add_step_flags(sub, o->step);
   sub->get_option("--topology")->required();
   sub->add_option("--timeline", o->timeline, "Write a Perfetto/Chrome trace: one track group per rank, streams as threads");
+  sub->add_option("--quantiles-csv", o->quantiles_csv,
+                  "With --samples: append devices,statistic,step_time_s rows (mean, p50, p90, p99, max) to this CSV");
   sub->add_flag("--json", o->json_out, "Print JSON");
   sub->callback([o] {
     const auto report = analysis::run_step(o->step, !o->timeline.empty());
     const json r = analysis::to_json(report);
     if (!o->timeline.empty()) write_timeline(report.result.timeline, r, o->timeline);
+    if (!o->quantiles_csv.empty()) append_quantiles(r, o->quantiles_csv);
     if (o->json_out) std::cout << r.dump(2) << "\n";
     else fmt::print("{}", describe_step(r));
   });

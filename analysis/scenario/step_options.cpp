@@ -79,6 +79,18 @@ const std::vector<StepOptionSpec>& step_option_table() {
       {"no-prefetch", "", &S::no_prefetch, "zero3: no prefetch of the next unit's all-gather", ""},
       {"no-flash-attention", "", &S::no_flash_attention,
        "Unfused attention: the s^2 scores stored and timed (default: flash for decoders)", ""},
+      {"faults", "", &S::faults,
+       "Link/NIC faults, ';'-separated: link:A-B:FRACTION, nic:DEVICE:FRACTION, down:A-B, down:nic:DEVICE", ""},
+      {"compute-jitter", "", &S::compute_jitter,
+       "Per-rank compute noise, re-drawn every step: lognormal:SIGMA, normal:SIGMA or a histogram file", ""},
+      {"slow-ranks", "", &S::slow_ranks, "Persistently slow ranks: RANK:SPEED[,...] (0.5 = half speed)", ""},
+      {"seed", "", &S::seed, "Seed of --compute-jitter (default 1)", "a positive seed"},
+      {"rank-devices", "", &S::rank_devices,
+       "Heterogeneous ranks: RANKS:DEVICE[,...] (0-7:h100,8-15:a100-80gb); the others keep --device", ""},
+      {"batch-split", "", &S::batch_split,
+       "even (default): every rank --batch-per-device; speed: the global batch split in proportion to device speed", ""},
+      {"samples", "", &S::samples, "Steps to sample: reports the mean and p50/p90/p99/max step time",
+       "a positive number of steps"},
   };
   return table;
 }

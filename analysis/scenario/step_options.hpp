@@ -51,6 +51,14 @@ struct StepOptions {
   bool no_fusion = false;
   bool no_prefetch = false;
   bool no_flash_attention = false;  ///< unfused attention (default: flash for decoder models)
+  // Issue 16: non-uniform clusters (models/step/variation.hpp, topologies/faults.hpp).
+  std::optional<std::string> faults;          ///< link/NIC faults: link:A-B:0.5;down:A-B
+  std::optional<std::string> compute_jitter;  ///< lognormal:S, normal:S or a histogram file
+  std::optional<std::string> slow_ranks;      ///< RANK:SPEED[,...]
+  std::optional<std::uint64_t> seed;          ///< of the jitter; default 1
+  std::optional<std::uint64_t> samples;       ///< steps to sample; default 1
+  std::optional<std::string> rank_devices;    ///< RANKS:DEVICE[,...]: heterogeneous ranks
+  std::optional<std::string> batch_split;     ///< even (default) | speed
 };
 
 /// One row of the option table. `field` points at the StepOptions member; its type is the

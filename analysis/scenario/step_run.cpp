@@ -11,8 +11,10 @@
 #include "analysis/calibration/profile.hpp"
 #include "models/strategy/strategy.hpp"
 #include "models/step/topology_comm.hpp"
+#include "models/step/variation.hpp"
 #include "sim/error.hpp"
 #include "sim/units.hpp"
+#include "topologies/faults.hpp"
 #include "topologies/load.hpp"
 #include "traces/trace/workload.hpp"
 #include "traces/zoo/zoo.hpp"
@@ -73,6 +75,8 @@ struct StepRunner::Cache {
     step::Workload workload;
   };
   std::map<std::tuple<std::string, std::uint64_t, std::uint64_t, bool>, Prepared> zoo;  // by (model, batch, seq, unfused)
+  // Topologies with --faults applied: by (topology they degrade, spec).
+  std::map<std::pair<const topo::Topology*, std::string>, std::unique_ptr<topo::Topology>> faulty;
 };
 
 StepRunner::StepRunner() : cache_(std::make_unique<Cache>()) {}
@@ -187,7 +191,17 @@ StepReport StepRunner::run(const StepOptions& o, bool record_timeline) {
     }
     applied = it->second.get();
   }
-  const topo::Topology& comm_topo = applied ? applied->topology : topo;
+  const topo::Topology* comm_base = applied ? &applied->topology : &topo;
+  if (o.faults && !o.faults->empty()) {
+    // Faults on the (calibrated) topology the collectives run on (topologies/faults.hpp).
+    auto& slot = cache_->faulty[{comm_base, *o.faults}];
+    if (!slot) {
+      slot = std::make_unique<topo::Topology>(
+          topo::apply_faults(*comm_base, topo::parse_faults(*comm_base, *o.faults, "--faults")));
+    }
+    comm_base = slot.get();
+  }
+  const topo::Topology& comm_topo = *comm_base;
   const std::uint32_t element_bytes = replay ? coll::CollectiveOp{}.element_bytes : 2;
   auto& comm_slot = cache_->comms[{&comm_topo, fidelity, o.algorithm, element_bytes}];
   if (!comm_slot) {
@@ -198,7 +212,41 @@ StepReport StepRunner::run(const StepOptions& o, bool record_timeline) {
   const std::size_t evaluations_before = comm.evaluations();
 
   StepReport r;
-  r.result = step::simulate_step(w, dev, c, comm);
+  step::ComputeVariation variation;
+  if (o.compute_jitter) variation.jitter = step::parse_jitter(*o.compute_jitter, "--compute-jitter");
+  if (o.slow_ranks) variation.slow = step::parse_slow_ranks(*o.slow_ranks, "--slow-ranks");
+  variation.seed = o.seed.value_or(1);
+  const std::uint64_t samples = o.samples.value_or(1);
+  // Heterogeneous ranks (issue 16): each rank's compute from its own device, optionally with
+  // the batch split in proportion to device speed (compute linear in its samples).
+  std::vector<double> device_scale;
+  if (o.rank_devices && !o.rank_devices->empty()) {
+    const auto devs = step::parse_rank_devices(*o.rank_devices, c.dp, dev, "--rank-devices");
+    device_scale = step::device_factors(w, c.precision == opt::Precision::mixed, devs, dev);
+  }
+  const std::string split = o.batch_split.value_or("even");
+  if (split != "even" && split != "speed") {
+    throw ConfigError("--batch-split", fmt::format("'{}'", split), "even or speed");
+  }
+  if (split == "speed" && !device_scale.empty()) {
+    const auto batches = step::balanced_batches(device_scale, batch);
+    for (std::size_t k = 0; k < device_scale.size(); ++k) {
+      if (batches[k] == 0) {
+        throw ConfigError("--batch-split", fmt::format("speed gives rank {} no sample of {}", k, batch * c.dp),
+                          "a global batch large enough for every rank to get a sample");
+      }
+      device_scale[k] *= static_cast<double>(batches[k]) / static_cast<double>(batch);
+    }
+    r.rank_batches = batches;
+  }
+  if (variation.empty() && samples == 1) {
+    c.compute_scale = device_scale;
+    r.result = step::simulate_step(w, dev, c, comm);
+  } else {
+    auto s = step::simulate_step_samples(w, dev, c, comm, variation, samples, device_scale);
+    r.result = std::move(s.first);
+    if (samples > 1) r.samples = StepReport::Samples{std::move(s.step_time_s), s.mean_s, s.p50_s, s.p90_s, s.p99_s, s.max_s};
+  }
   r.options = o;
   r.options.strategy = r.result.strategy;
   r.model = prepared->name;
@@ -257,6 +305,13 @@ json to_json(const StepReport& rep) {
   out["memory_bytes"] = memory_json(r.memory);
   out["trace_collectives"] = rep.trace_collectives;
   out["dropped_trace_collectives"] = rep.dropped_trace_collectives;
+  if (!rep.rank_batches.empty()) out["rank_batches"] = rep.rank_batches;
+  if (rep.samples) {
+    out["samples"] = rep.samples->step_time_s.size();
+    out["step_time_mean_s"] = rep.samples->mean_s;
+    out["step_time_quantiles_s"] = {{"p50", rep.samples->p50_s}, {"p90", rep.samples->p90_s},
+                                    {"p99", rep.samples->p99_s}, {"max", rep.samples->max_s}};
+  }
   out["config"] = to_json(rep.options);
   return out;
 }

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,15 @@ struct StepReport {
   std::uint64_t trace_collectives = 0;       ///< collectives the workload recorded
   std::uint64_t dropped_trace_collectives = 0;  ///< recorded ones replaced by a weight-update strategy
   step::StepResult result;      ///< result.timeline is filled when run with record_timeline
+  /// --samples N > 1 (issue 16): the N sampled step times (result is step 0's) and their
+  /// statistics; JSON: samples, step_time_mean_s, step_time_quantiles_s {p50, p90, p99, max}.
+  struct Samples {
+    std::vector<double> step_time_s;
+    double mean_s = 0, p50_s = 0, p90_s = 0, p99_s = 0, max_s = 0;
+  };
+  std::optional<Samples> samples;
+  /// --batch-split speed: samples per rank (JSON rank_batches); empty otherwise.
+  std::vector<std::uint64_t> rank_batches;
 };
 
 /// Runs steps, keeping what several of them share: topologies (by spec), the collective

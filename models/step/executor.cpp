@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <stdexcept>
 #include <map>
 #include <tuple>
 
@@ -73,6 +75,21 @@ Executor::Executor(const TaskGraph& g, CollectiveRunner* runner) : g_(g), runner
   }
   dur_.resize(nn);
   for (NodeId i = 0; i < nn; ++i) dur_[i] = Time::from_seconds(g.node(i).duration_s);
+}
+
+void Executor::set_compute_scale(std::span<const double> per_rank) {
+  if (!per_rank.empty() && per_rank.size() != g_.ranks().size()) {
+    throw std::invalid_argument(fmt::format("compute scale of {} ranks for a graph of {}", per_rank.size(), g_.ranks().size()));
+  }
+  for (const double f : per_rank) {
+    if (!(f > 0) || !std::isfinite(f)) throw std::invalid_argument(fmt::format("compute scale {}", f));
+  }
+  for (NodeId i = 0; i < g_.size(); ++i) {
+    const auto& n = g_.node(i);
+    if (n.kind != NodeKind::compute) continue;
+    const double f = per_rank.empty() ? 1.0 : per_rank[static_cast<std::size_t>(g_.rank_index(n.rank))];
+    dur_[i] = Time::from_seconds(f == 1.0 ? n.duration_s : n.duration_s * f);
+  }
 }
 
 ExecResult Executor::run() {

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "models/step/task_graph.hpp"
@@ -54,6 +55,13 @@ class Executor {
   ExecResult run(sim::Simulator& sim);
   /// Runs on a private simulator.
   ExecResult run();
+
+  /// Compute time factors per rank of the graph (indexed as g.ranks(); empty = 1) for the
+  /// following runs: a compute node takes duration_s x factor, rounded once to the picosecond
+  /// (issue 16: per-rank compute variation, variation.hpp). Other nodes are unchanged.
+  /// Throws std::invalid_argument for a size other than 0 or g.ranks().size(), or a factor
+  /// that is not positive and finite. O(nodes).
+  void set_compute_scale(std::span<const double> per_rank);
 
   /// node, rank (topology device), stream, time
   Signal<NodeId, int, std::uint32_t, Time> node_started;

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "sim/error.hpp"
+#include "topologies/faults.hpp"
 
 namespace shardsim::step {
 
@@ -73,6 +74,17 @@ std::uint32_t RankProgram::collective(std::uint32_t role, std::uint32_t stream, 
 
 namespace {
 
+// "0-7" for consecutive ranks, else "0,2,4" (at most 8 listed, then "... (N ranks)").
+std::string rank_list(const std::vector<int>& g) {
+  bool consecutive = true;
+  for (std::size_t i = 1; i < g.size(); ++i) consecutive = consecutive && g[i] == g[i - 1] + 1;
+  if (consecutive && g.size() > 2) return fmt::format("{}-{}", g.front(), g.back());
+  std::string s;
+  for (std::size_t i = 0; i < g.size() && i < 8; ++i) s += (i ? "," : "") + std::to_string(g[i]);
+  if (g.size() > 8) s += fmt::format(",... ({} ranks)", g.size());
+  return s;
+}
+
 std::string stream_name(std::uint32_t s) {
   if (s == 0) return "compute";
   if (s == 1) return "comm";
@@ -108,7 +120,7 @@ bool collectives_serialised(const TaskGraph& g) {
 
 }  // namespace
 
-void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm, StepResult& r) {
+ProgramInstance instantiate_program(const RankProgram& p, const StepConfig& c, CommModel& comm, bool vary) {
   const std::uint64_t R = p.ranks();
   const auto& ops = p.ops();
   const auto& roles = p.roles();
@@ -122,14 +134,26 @@ void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm,
     if (auto it = dur.find(key); it != dur.end()) return it->second;
     const auto& o = ops[i];
     const auto& g = roles[o.role].groups[gi];
-    const double t = g.size() > 1 ? comm.time_s(o.op, o.size_bytes, g) : 0.0;
+    double t = 0;
+    try {
+      t = g.size() > 1 ? comm.time_s(o.op, o.size_bytes, g) : 0.0;
+    } catch (const topo::RouteCutError& e) {
+      // Name the process group the fault cuts (issue 16), not only the pair of devices.
+      throw ConfigError("--faults",
+                        fmt::format("{} disconnects process group '{} {}' (ranks {}): no path between {} over the links that are up",
+                                    e.down(), roles[o.role].name, gi, rank_list(g), e.pair()),
+                        "faults that leave every process group connected");
+    }
     dur.emplace(key, t);
     return t;
   };
   for (std::uint32_t i = 0; i < ops.size(); ++i) {
     if (ops[i].kind == NodeKind::collective) time_of(i, roles[ops[i].role].of_rank[0]);
   }
-  bool fold = c.fold && R > 1;
+  bool fold = c.fold && R > 1 && !vary;
+  // Per-rank compute factors: fold only when every rank has the representative's.
+  for (std::size_t k = 1; k < c.compute_scale.size() && k < R && fold; ++k) fold = c.compute_scale[k] == c.compute_scale[0];
+  if (fold && !c.compute_scale.empty() && c.compute_scale.size() < R) fold = c.compute_scale[0] == 1.0;
   if (fold) {
     for (std::uint32_t i = 0; i < ops.size() && fold; ++i) {
       const auto& o = ops[i];
@@ -143,12 +167,12 @@ void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm,
       for (std::uint32_t gi = 0; gi < role.groups.size() && fold; ++gi) fold = time_of(i, gi) == t0;
     }
   }
-
   // Instantiate op by op, so that each stream of each rank lists its nodes in program order.
   const std::uint64_t S = fold ? 1 : R;
   std::vector<int> sim_ranks(S);
   for (std::uint64_t k = 0; k < S; ++k) sim_ranks[k] = static_cast<int>(k);
-  TaskGraph g(sim_ranks, p.streams());
+  ProgramInstance inst{TaskGraph(sim_ranks, p.streams()), fold, R};
+  TaskGraph& g = inst.graph;
   g.reserve(ops.size() * S, 0);
   std::vector<std::vector<std::uint32_t>> role_group_id(roles.size());
   std::vector<char> role_used(roles.size(), 0);
@@ -195,20 +219,35 @@ void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm,
     }
     for (std::uint64_t k = 0; k < S; ++k) node_of[i * S + k] = inst_node[role.of_rank[k]];
   }
+  return inst;
+}
 
-  run_task_graph(g, R, fold, c, comm, r);
+bool uses_runner(const ProgramInstance& inst, CommModel& comm) {
+  return comm.concurrent_runner() != nullptr && !collectives_serialised(inst.graph);
+}
+
+void run_instance(const ProgramInstance& inst, const StepConfig& c, CommModel& comm, std::span<const double> scale,
+                  StepResult& r, Executor* reuse) {
+  run_task_graph(inst.graph, inst.ranks, inst.folded, c, comm, r, false, scale, reuse);
 }
 
 void run_task_graph(const TaskGraph& g, std::uint64_t R, bool fold, const StepConfig& c, CommModel& comm, StepResult& r,
-                    bool label_by_group) {
+                    bool label_by_group, std::span<const double> scale, Executor* reuse) {
+  sim::Simulator sim;  // before the runner, whose network and runs refer to it
+  // Timers where collectives cannot overlap; the concurrent runner (flow) where they can.
+  std::unique_ptr<CollectiveRunner> runner = comm.concurrent_runner();
+  if (runner && collectives_serialised(g)) runner.reset();
+  CollectiveRunner* use = runner.get();
+  std::unique_ptr<Executor> own;
+  Executor* ex = reuse;
+  if (ex == nullptr || use != nullptr) {
+    own = std::make_unique<Executor>(g, use);
+    ex = own.get();
+  }
+  ex->set_compute_scale(scale);
+  const ExecResult res = ex->run(sim);
   const std::size_t S = g.ranks().size();
   const auto& sim_ranks = g.ranks();
-  sim::Simulator sim;  // before the runner, whose network and runs refer to it
-  auto runner = comm.concurrent_runner();
-  // Timers where collectives cannot overlap; the concurrent runner (flow) where they can.
-  CollectiveRunner* use = runner && !collectives_serialised(g) ? runner.get() : nullptr;
-  Executor ex(g, use);
-  const ExecResult res = ex.run(sim);
 
   // Per-rank figures (sums in node order, as the former list scheduler summed them).
   std::vector<RankResult> pr(S);
@@ -224,13 +263,17 @@ void run_task_graph(const TaskGraph& g, std::uint64_t R, bool fold, const StepCo
   r.comm_s = 0;
   r.comm_bytes = 0;
   r.collectives = 0;
+  r.timeline.clear();
   for (NodeId n = 0; n < g.size(); ++n) {
     const auto& node = g.node(n);
     // A run on the shared network, and a send/recv pair (the recv has no duration of its
     // own), take what the execution says; timers their duration.
     const bool measured = (node.kind == NodeKind::collective && use != nullptr) || node.kind == NodeKind::send ||
                           node.kind == NodeKind::recv;
-    const double d = measured ? (res.end[n] - res.start[n]).to_seconds() : node.duration_s;
+    double d = measured ? (res.end[n] - res.start[n]).to_seconds() : node.duration_s;
+    if (node.kind == NodeKind::compute && !scale.empty()) {
+      d *= scale[static_cast<std::size_t>(g.rank_index(node.rank))];
+    }
     on_rank(n, [&](std::size_t k) {
       rank_end[k] = std::max(rank_end[k], res.end[n]);
       auto& x = pr[k];
@@ -276,6 +319,19 @@ void run_task_graph(const TaskGraph& g, std::uint64_t R, bool fold, const StepCo
   r.ranks_simulated = S;
   r.events = res.events;
   r.per_rank = std::move(pr);
+}
+
+void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm, StepResult& r) {
+  const ProgramInstance inst = instantiate_program(p, c, comm);
+  std::vector<double> scale;
+  if (!c.compute_scale.empty()) {
+    // Factors of the simulated ranks (a folded graph's representative: rank 0's).
+    for (const int rank : inst.graph.ranks()) {
+      const auto k = static_cast<std::size_t>(rank);
+      scale.push_back(k < c.compute_scale.size() ? c.compute_scale[k] : 1.0);
+    }
+  }
+  run_instance(inst, c, comm, scale, r);
 }
 
 }  // namespace shardsim::step

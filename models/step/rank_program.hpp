@@ -18,9 +18,11 @@
 //      instance (a group of all ranks), so there is one collective for everybody.
 // By induction over the program then every rank starts and ends every op at the same time, so
 // the representative's times are every rank's. Otherwise (e.g. one slow link in one subgroup)
-// every rank is simulated. StepConfig::fold = false simulates every rank regardless.
+// every rank is simulated. StepConfig::fold = false simulates every rank regardless, and so
+// do per-rank compute factors that differ (StepConfig::compute_scale, variation.hpp).
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -82,6 +84,28 @@ class RankProgram {
   std::vector<GroupRole> roles_;
 };
 
+/// The program instantiated on the step's ranks: the graph, and whether it is folded.
+struct ProgramInstance {
+  TaskGraph graph;
+  bool folded = false;
+  std::uint64_t ranks = 0;  ///< R, the step's ranks (graph.ranks() are the simulated ones)
+};
+
+/// Instantiates the program over ranks 0..R-1, folded where exact (above). Never folded when
+/// c.fold is false, when c.compute_scale gives ranks different factors (a folded rank must
+/// never hide a slow one), or when `vary` (the caller will run it with per-rank factors).
+ProgramInstance instantiate_program(const RankProgram& p, const StepConfig& c, CommModel& comm, bool vary = false);
+
+/// Executes an instance on a fresh simulator with per-rank compute factors `scale` (indexed
+/// as graph.ranks(); empty = 1) and fills the timing fields of `r` (as execute_program).
+/// `ex`, when given, is an executor of inst.graph to reuse (no concurrent runner): repeated
+/// runs (sampled steps) then skip the executor's set-up.
+void run_instance(const ProgramInstance& inst, const StepConfig& c, CommModel& comm, std::span<const double> scale,
+                  StepResult& r, Executor* ex = nullptr);
+/// True when the instance runs its collectives on comm's concurrent runner (flow fidelity
+/// with collectives that may overlap): then each run needs its own runner and executor.
+bool uses_runner(const ProgramInstance& inst, CommModel& comm);
+
 /// Instantiates the program over ranks 0..R-1, folds where exact (above), executes it and
 /// fills the timing fields of `r` (step time, breakdown, communication totals, per-rank
 /// results, ranks / ranks_simulated / events, timeline). Collective times come from `comm`
@@ -95,7 +119,8 @@ void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm,
 /// graph's ranks, or the ranks a folded representative stands for); `fold`: the graph's one
 /// rank stands for all R. `label_by_group`: timeline intervals of collectives name their
 /// stream "comm <group name>" and send/recv "p2p" (a stream per group), else "comm", "comm N".
+/// `scale` and `ex` as for run_instance (which calls this).
 void run_task_graph(const TaskGraph& g, std::uint64_t R, bool fold, const StepConfig& c, CommModel& comm, StepResult& r,
-                    bool label_by_group = false);
+                    bool label_by_group = false, std::span<const double> scale = {}, Executor* ex = nullptr);
 
 }  // namespace shardsim::step

@@ -5,4 +5,5 @@ list(APPEND SHARDSIM_MODELS_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/rank_program.cpp
   ${CMAKE_CURRENT_LIST_DIR}/task_graph.cpp
   ${CMAKE_CURRENT_LIST_DIR}/executor.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/variation.cpp
   ${CMAKE_CURRENT_LIST_DIR}/topology_comm.cpp)

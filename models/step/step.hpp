@@ -105,6 +105,10 @@ struct StepConfig {
   /// Fold identical ranks into one representative where exact (rank_program.hpp); false:
   /// simulate every rank (tests of the folding rule).
   bool fold = true;
+  /// Compute time factor per rank 0..N-1 (issue 16: slow ranks, device speed, jitter;
+  /// variation.hpp): a rank's compute ops take duration x factor. Empty = 1 for every rank;
+  /// ranks past the end: 1. Ranks with different factors are never folded.
+  std::vector<double> compute_scale;
 };
 
 /// Throws ConfigError (where = the flag) for: no optimizer, dp 0, k not dividing N,

@@ -5,6 +5,7 @@
 #include "models/collectives/collective_run.hpp"
 #include "models/collectives/flow_eval.hpp"
 #include "sim/error.hpp"
+#include "topologies/faults.hpp"
 
 namespace shardsim::step {
 
@@ -89,7 +90,10 @@ double TopologyComm::time_s(coll::OpKind kind, std::uint64_t size_bytes, const s
   if (group.size() <= 1 || size_bytes == 0) return 0.0;
   std::size_t gid = 0;
   while (gid < groups_.size() && groups_[gid] != group) ++gid;
-  if (gid == groups_.size()) groups_.push_back(group);
+  if (gid == groups_.size()) {
+    topo::check_group(t_, group);  // a group that down links cut is an error naming them
+    groups_.push_back(group);
+  }
   const auto key = std::make_tuple(static_cast<int>(kind), size_bytes, gid);
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
   coll::CollectiveOp op;

@@ -44,5 +44,6 @@ void bench_groups();
 void bench_gpt3_steps(bool large);
 void bench_step();
 void bench_sweep();
+void bench_variation();
 
 }  // namespace shardsim::bench

@@ -1,0 +1,159 @@
+// `shardsim step` with the issue-16 flags, end to end: --faults that cut a process group exit
+// 2 naming the link and the group; --samples with --compute-jitter prints the same bytes for
+// the same seed and other numbers for another; --slow-ranks delays the step.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "../../shell_run.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+namespace {
+
+using shardsim::testing::run_shardsim;
+
+const std::string kStep = "step --topology 'switch:n=8,bw=100GB/s,lat=1us' --device h100 --model gpt3-125m "
+                          "--batch-per-device 1 --seq 128 ";
+
+}  // namespace
+
+TEST_CASE("a fault that disconnects the data-parallel group exits 2 naming the link and the group") {
+  const auto r = run_shardsim(kStep + "--faults 'down:d3-switch'");
+  CHECK(r.status == 2);
+  CHECK(r.out.find("--faults: down:d3-switch disconnects process group 'dp 0' (ranks 0-7): no path between ranks 0") !=
+        std::string::npos);
+  // Without rank 3 in the group the fault cuts nothing.
+  CHECK(run_shardsim(kStep + "--faults 'down:d3-switch' --dp 3").status == 0);
+  // A bad item is a clear error too.
+  const auto bad = run_shardsim(kStep + "--faults 'link:d3-switch:2'");
+  CHECK(bad.status == 2);
+  CHECK(bad.out.find("--faults: fraction '2' in 'link:d3-switch:2'") != std::string::npos);
+}
+
+TEST_CASE("a degraded link slows the step; the JSON config records the faults") {
+  const auto a = run_shardsim(kStep + "--json");
+  const auto b = run_shardsim(kStep + "--json --faults 'link:d3-switch:0.25'");
+  REQUIRE(a.status == 0);
+  REQUIRE(b.status == 0);
+  const auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  CHECK(jb.at("comm_s").get<double>() > ja.at("comm_s").get<double>());
+  CHECK(jb.at("config").at("faults") == "link:d3-switch:0.25");
+}
+
+TEST_CASE("sampled steps: byte-identical for one seed, different for another") {
+  const std::string args = kStep + "--json --samples 20 --compute-jitter lognormal:0.05 ";
+  const auto a = run_shardsim(args + "--seed 7");
+  const auto b = run_shardsim(args + "--seed 7");
+  const auto c = run_shardsim(args + "--seed 8");
+  REQUIRE(a.status == 0);
+  CHECK(a.out == b.out);
+  CHECK(a.out != c.out);
+  const auto j = nlohmann::json::parse(a.out);
+  CHECK(j.at("samples") == 20);
+  const auto& q = j.at("step_time_quantiles_s");
+  CHECK(q.at("p50").get<double>() <= q.at("p90").get<double>());
+  CHECK(q.at("p90").get<double>() <= q.at("p99").get<double>());
+  CHECK(q.at("p99").get<double>() <= q.at("max").get<double>());
+  CHECK(j.at("ranks_simulated") == 8);
+}
+
+TEST_CASE("--slow-ranks: a rank at half speed makes the step slower and is not folded away") {
+  const auto a = run_shardsim(kStep + "--json");
+  const auto b = run_shardsim(kStep + "--json --slow-ranks 6:0.5");
+  REQUIRE(b.status == 0);
+  const auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  CHECK(ja.at("ranks_simulated") == 1);
+  CHECK(jb.at("ranks_simulated") == 8);
+  // Rank 6's compute doubles: the step grows by at least its forward and backward.
+  CHECK(jb.at("step_time_s").get<double>() - ja.at("step_time_s").get<double>() >=
+        ja.at("forward_s").get<double>() + ja.at("backward_s").get<double>() - 1e-9);
+  const auto bad = run_shardsim(kStep + "--slow-ranks 9:0.5");
+  CHECK(bad.status == 2);
+  CHECK(bad.out.find("--slow-ranks: rank 9 in a step of 8 ranks; expected ranks 0..7") != std::string::npos);
+}
+
+TEST_CASE("plan --reliability: goodput and expected time to train per Pareto candidate") {
+  const std::string plan = "plan --model gpt3-125m --steps 1000 --global-batch 64 --hardware dgx-h100-64 "
+                           "--strategies replicated --reliability --json ";
+  const auto missing = run_shardsim(plan);
+  CHECK(missing.status == 2);
+  CHECK(missing.out.find("--storage-bandwidth: missing with --reliability") != std::string::npos);
+  const auto r = run_shardsim(plan + "--storage-bandwidth 10GB/s --restart-time 5min");
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j.at("reliability").size() == 1);
+  const auto& x = j.at("reliability").at(0);
+  // 64 GPUs in 8 hosts at the Llama 3 rates: 64 x 373 / (16,384 x 1,296 h) + 8 x 46 / (2,048 x
+  // 1,296 h) per hour (373 = 268 GPU + 7 NIC + 35 link + 63 software).
+  const double per_h = 64 * 373.0 / (16384 * 1296.0) + 8 * 46.0 / (2048 * 1296.0);
+  CHECK(x.at("failures_per_h").get<double>() == doctest::Approx(per_h).epsilon(1e-12));
+  // Checkpoint: 125M parameters x (2 bf16 weights + 12 Adam state) bytes at 10 GB/s.
+  CHECK(x.at("checkpoint_s").get<double>() ==
+        doctest::Approx(x.at("checkpoint_bytes").get<double>() / 10e9).epsilon(1e-12));
+  const auto step = run_shardsim(kStep + "--json");
+  REQUIRE(step.status == 0);
+  CHECK(x.at("checkpoint_bytes").get<double>() == 14 * nlohmann::json::parse(step.out).at("params").get<double>());
+  CHECK(x.at("restore_s").get<double>() == doctest::Approx(300 + x.at("checkpoint_s").get<double>()).epsilon(1e-12));
+  CHECK(x.at("expected_time_to_train_s").get<double>() ==
+        doctest::Approx(x.at("time_to_train_s").get<double>() / x.at("goodput").get<double>()).epsilon(1e-12));
+  CHECK(x.at("goodput").get<double>() < 1);
+}
+
+TEST_CASE("heterogeneous ranks: slower devices slow the step; a speed split of the batch recovers part of it") {
+  const std::string s = "step --model gpt3-125m -b 8 --seq 1024 --topology dgx-h100-16 --json ";
+  const auto even = nlohmann::json::parse(run_shardsim(s).out);
+  const auto mixed = run_shardsim(s + "--rank-devices 8-15:a100-80gb");
+  const auto split = run_shardsim(s + "--rank-devices 8-15:a100-80gb --batch-split speed");
+  REQUIRE(mixed.status == 0);
+  REQUIRE(split.status == 0);
+  const auto jm = nlohmann::json::parse(mixed.out), js = nlohmann::json::parse(split.out);
+  CHECK(jm.at("ranks_simulated") == 16);
+  CHECK(jm.at("step_time_s").get<double>() > even.at("step_time_s").get<double>());
+  CHECK(js.at("step_time_s").get<double>() < jm.at("step_time_s").get<double>());
+  // The global batch (16 x 8) is kept, more of it on the H100s.
+  std::uint64_t total = 0;
+  for (const auto& b : js.at("rank_batches")) total += b.get<std::uint64_t>();
+  CHECK(total == 128);
+  CHECK(js.at("rank_batches").at(0).get<std::uint64_t>() > js.at("rank_batches").at(15).get<std::uint64_t>());
+  const auto bad = run_shardsim(s + "--rank-devices 8-15:a100-80gb --batch-split fast");
+  CHECK(bad.status == 2);
+  CHECK(bad.out.find("--batch-split: 'fast'; expected even or speed") != std::string::npos);
+}
+
+TEST_CASE("plot data: step-time quantiles appended per size, goodput against the interval") {
+  const std::string dir = std::string(SHARDSIM_BINARY_DIR) + "/test_cli_nonuniform";
+  REQUIRE(std::system(("mkdir -p " + dir + " && rm -f " + dir + "/q.csv").c_str()) == 0);
+  for (const char* n : {"4", "8"}) {
+    const auto r = run_shardsim(kStep + "--dp " + n + " --samples 5 --compute-jitter normal:0.1 --quantiles-csv " + dir + "/q.csv");
+    REQUIRE(r.status == 0);
+  }
+  std::ifstream q(dir + "/q.csv");
+  std::string line, all;
+  int rows = 0;
+  while (std::getline(q, line)) {
+    all += line + "\n";
+    ++rows;
+  }
+  CHECK(rows == 1 + 2 * 5);  // header, then mean, p50, p90, p99, max per size
+  CHECK(all.rfind("devices,statistic,step_time_s,status\n4,mean,", 0) == 0);
+  CHECK(all.find("\n8,max,") != std::string::npos);
+  CHECK(run_shardsim(kStep + "--quantiles-csv " + dir + "/q2.csv").status == 2);  // needs --samples
+
+  const auto g = run_shardsim("plan --model gpt3-125m --steps 1000 --global-batch 64 --hardware dgx-h100-64 "
+                              "--strategies replicated --reliability --storage-bandwidth 1GB/s --goodput-csv " + dir + "/g.csv --json");
+  REQUIRE(g.status == 0);
+  const double daly = nlohmann::json::parse(g.out).at("reliability").at(0).at("goodput").get<double>();
+  std::ifstream gf(dir + "/g.csv");
+  std::getline(gf, line);
+  CHECK(line == "devices,interval_s,goodput,status");
+  int points = 0;
+  while (std::getline(gf, line)) {
+    ++points;
+    const double goodput = std::stod(line.substr(line.find(',', 3) + 1));
+    CHECK(goodput <= daly + 1e-6);  // no interval beats Daly's (up to the CSV's 6 digits)
+  }
+  CHECK(points == 23);  // 60 s x sqrt(2)^k up to 2 days: k = 0..22
+}
