@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <deque>
+#include <optional>
 #include <unordered_map>
 
 #include "sim/error.hpp"
+#include "sim/text/strings.hpp"
 #include "sim/units.hpp"
 #include "topologies/describe.hpp"
 #include "topologies/registry.hpp"
@@ -61,9 +63,7 @@ void check_keys(const nlohmann::json& obj, const std::string& where, const std::
   if (!obj.is_object()) throw ConfigError(where, fmt::format("a JSON {}", obj.type_name()), "an object describing a " + what);
   for (const auto& [k, v] : obj.items()) {
     if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
-      std::string list;
-      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-      throw ConfigError(where + "/" + k, fmt::format("unknown key '{}' in a {}", k, what), "one of " + list);
+      throw ConfigError(where + "/" + k, fmt::format("unknown key '{}' in a {}", k, what), one_of(allowed));
     }
   }
 }
@@ -136,6 +136,35 @@ Topology build_hierarchical(Params& p) {
   return t;
 }
 
+// Device groups of a custom topology: devices with the same group path (the whole path, its
+// innermost group being the fast domain, e.g. "pod0/node3") form one group, groups in order of
+// their first rank; hierarchical collectives use them. A group on every device or on none:
+// ConfigError naming the device without one ("<nodes>/<i>/group").
+std::vector<std::vector<int>> groups_of_devices(const Topology& t, const std::vector<std::size_t>& node_index,
+                                                const std::string& nw) {
+  std::vector<std::vector<int>> groups;
+  std::unordered_map<std::string, std::size_t> index;  // path -> group
+  std::optional<std::size_t> with, without;  // ranks, one of each kind
+  for (std::size_t r = 0; r < t.num_devices(); ++r) {
+    const auto& path = t.node(t.device(r)).group;
+    if (path.empty()) {
+      if (!without) without = r;
+      continue;
+    }
+    if (!with) with = r;
+    const auto [it, fresh] = index.try_emplace(text::join(path, "/"), groups.size());
+    if (fresh) groups.emplace_back();
+    groups[it->second].push_back(static_cast<int>(r));
+  }
+  if (with && without) {
+    throw ConfigError(fmt::format("{}/{}/group", nw, node_index[*without]),
+                      fmt::format("missing on device '{}', while device '{}' has one", t.node(t.device(*without)).name,
+                                  t.node(t.device(*with)).name),
+                      "a group on every device or on none");
+  }
+  return groups;
+}
+
 Topology build_custom(Params& p) {
   const auto& nodes = p.json("nodes");
   const auto& links = p.json("links");
@@ -148,6 +177,7 @@ Topology build_custom(Params& p) {
   if (!links.is_array()) throw ConfigError(lw, fmt::format("a JSON {}", links.type_name()), "a list of links {\"src\", \"dst\", \"bw\", \"lat\", \"class\"?, \"duplex\"?}");
   Topology t;
   std::unordered_map<std::string, std::pair<NodeId, std::size_t>> ids;  // name -> (id, index in /nodes)
+  std::vector<std::size_t> device_index;  // rank -> index in /nodes
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const auto& o = nodes[i];
     const std::string w = fmt::format("{}/{}", nw, i);
@@ -166,18 +196,12 @@ Topology build_custom(Params& p) {
     if (o.contains("group")) {
       const auto& g = o.at("group");
       if (g.is_string()) {
-        std::string s = g.get<std::string>();
-        std::size_t start = 0;
-        while (start <= s.size()) {
-          const auto pos = s.find('/', start);
-          n.group.push_back(s.substr(start, pos == std::string::npos ? std::string::npos : pos - start));
-          if (pos == std::string::npos) break;
-          start = pos + 1;
-        }
+        n.group = text::split(g.get<std::string>(), '/');
       } else if (g.is_array() && std::all_of(g.begin(), g.end(), [](const auto& x) { return x.is_string(); })) {
         for (const auto& x : g) n.group.push_back(x.get<std::string>());
-      } else {
-        throw ConfigError(w + "/group", fmt::format("{}", g.dump()), "a group path \"pod0/node3\" or [\"pod0\", \"node3\"]");
+      }
+      if (n.group.empty() || std::any_of(n.group.begin(), n.group.end(), [](const auto& c) { return c.empty(); })) {
+        throw ConfigError(w + "/group", g.dump(), "a group path \"pod0/node3\" or [\"pod0\", \"node3\"] (no empty part)");
       }
     }
     if (o.contains("coords")) {
@@ -194,7 +218,9 @@ Topology build_custom(Params& p) {
     }
     const NodeId id = kind == "device" ? t.add_device(std::move(n)) : t.add_switch(std::move(n));
     ids.emplace(name, std::make_pair(id, i));
+    if (kind == "device") device_index.push_back(i);
   }
+  t.device_groups = groups_of_devices(t, device_index, nw);
   for (std::size_t i = 0; i < links.size(); ++i) {
     const auto& o = links[i];
     const std::string w = fmt::format("{}/{}", lw, i);
@@ -215,7 +241,7 @@ Topology build_custom(Params& p) {
     }
     const double bw = units::parse_rate_Bps(need_string(o, w, "bw", "a rate such as \"100GB/s\"").get<std::string>(), w + "/bw");
     const double lat = units::parse_seconds(need_string(o, w, "lat", "a time such as \"1us\"").get<std::string>(), w + "/lat");
-    const LinkClass cls = o.contains("class") ? link_class_from_string(need_string(o, w, "class", "one of ici, nvlink, pcie, ib, ethernet, loopback").get<std::string>(), w + "/class")
+    const LinkClass cls = o.contains("class") ? link_class_from_string(need_string(o, w, "class", one_of(link_class_names())).get<std::string>(), w + "/class")
                                               : LinkClass::ethernet;
     bool duplex = true;
     if (o.contains("duplex")) {

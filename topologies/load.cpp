@@ -47,7 +47,7 @@ Topology make_topology(const std::string& spec_in, const std::string& where) {
     const auto obj = parse_inline_spec(spec, spec);
     const auto builder = obj.at("builder").get<std::string>();
     const BuilderInfo* b = find_builder(builder);
-    if (!b) throw ConfigError(spec, fmt::format("unknown builder '{}'", builder), "one of " + builder_names());
+    if (!b) throw ConfigError(spec, fmt::format("unknown builder '{}'", builder), one_of(builder_registry().names()));
     for (const auto& p : b->params) {
       if (p.type == ParamType::json) {
         throw ConfigError(spec, fmt::format("builder '{}' in an inline spec", builder),

@@ -79,7 +79,7 @@ Params::Params(const BuilderInfo& b, nlohmann::json obj, ParamContext ctx)
     if (std::find(common_keys().begin(), common_keys().end(), k) != common_keys().end()) continue;
     if (std::none_of(b.params.begin(), b.params.end(), [&](const ParamSpec& p) { return p.key == k; })) {
       throw ConfigError(ctx_.where(k), fmt::format("unknown key '{}' for builder '{}'", k, b.name),
-                        "one of " + join(keys));
+                        one_of(keys));
     }
   }
   for (const auto& p : b.params) {
@@ -156,7 +156,7 @@ std::string Params::choice(const std::string& key) {
   const auto& p = spec(key);
   const auto v = value(key);
   if (!v.is_string() || std::find(p.choices.begin(), p.choices.end(), v.get<std::string>()) == p.choices.end()) {
-    throw ConfigError(where(key), fmt::format("{} = {}", key, show(v)), "one of " + join(p.choices));
+    throw ConfigError(where(key), fmt::format("{} = {}", key, show(v)), one_of(p.choices));
   }
   effective_[key] = v;
   return v.get<std::string>();
@@ -164,7 +164,7 @@ std::string Params::choice(const std::string& key) {
 
 LinkClass Params::link_class(const std::string& key) {
   const auto v = value(key);
-  if (!v.is_string()) throw ConfigError(where(key), fmt::format("{} is not a link class", show(v)), "one of ici, nvlink, pcie, ib, ethernet, loopback");
+  if (!v.is_string()) throw ConfigError(where(key), fmt::format("{} is not a link class", show(v)), one_of(link_class_names()));
   const auto c = link_class_from_string(v.get<std::string>(), where(key));
   effective_[key] = v;
   return c;
@@ -256,18 +256,27 @@ const std::vector<BuilderInfo>& builders() {
   return r;
 }
 
-const BuilderInfo* find_builder(const std::string& name) {
-  for (const auto& b : builders()) {
-    if (b.name == name) return &b;
-  }
-  return nullptr;
+const Registry& builder_registry() {
+  static const Registry r = [] {
+    Registry reg("builder", "topologies", "topology builders and presets");
+    for (const auto& b : builders()) {
+      RegistryEntry e{b.name, b.description, "", {}};
+      for (const auto& p : b.params) {
+        e.params.push_back({p.key, to_string(p.type), p.unit, p.default_text.value_or(""), p.doc});
+      }
+      reg.add(std::move(e));
+    }
+    return reg;
+  }();
+  return r;
 }
 
-std::string builder_names() {
-  std::vector<std::string> n;
-  for (const auto& b : builders()) n.push_back(b.name);
-  return join(n);
+const BuilderInfo* find_builder(const std::string& name) {
+  const auto i = builder_registry().find(name);
+  return i ? &builders()[*i] : nullptr;
 }
+
+std::string builder_names() { return join(builder_registry().names()); }
 
 Topology build_from_object(const nlohmann::json& obj, const ParamContext& ctx, const std::string& default_name) {
   if (!obj.is_object()) {
@@ -275,11 +284,11 @@ Topology build_from_object(const nlohmann::json& obj, const ParamContext& ctx, c
                       fmt::format("a JSON {}", obj.type_name()), "an object with a \"builder\" key");
   }
   if (!obj.contains("builder")) {
-    throw ConfigError(ctx.where("builder"), "missing key 'builder'", "one of " + builder_names());
+    throw ConfigError(ctx.where("builder"), "missing key 'builder'", one_of(builder_registry().names()));
   }
   const auto& bj = obj.at("builder");
   const BuilderInfo* b = bj.is_string() ? find_builder(bj.get<std::string>()) : nullptr;
-  if (!b) throw ConfigError(ctx.where("builder"), fmt::format("unknown builder {}", show(bj)), "one of " + builder_names());
+  if (!b) throw ConfigError(ctx.where("builder"), fmt::format("unknown builder {}", show(bj)), one_of(builder_registry().names()));
   for (const char* k : {"name", "description", "device_model"}) {
     if (obj.contains(k) && !obj.at(k).is_string()) {
       throw ConfigError(ctx.where(k), fmt::format("{} is not a string", show(obj.at(k))), "a string");

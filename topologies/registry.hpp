@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/registry.hpp"
 #include "topologies/topology.hpp"
 
 namespace shardsim::topo {
@@ -117,6 +118,12 @@ const std::vector<BuilderInfo>& builders();
 const BuilderInfo* find_builder(const std::string& name);
 /// "torus, nvswitch_node, ..."
 std::string builder_names();
+/// The builders as a registry (sim/registry.hpp) with their parameter schemas: entry i
+/// describes builders()[i].
+const Registry& builder_registry();
+
+/// Every LinkClass name, in enum order ("ici", "nvlink", ...), for messages and docs.
+const std::vector<std::string>& link_class_names();
 
 /// Builds from a JSON object holding "builder" and that builder's keys (strings or JSON
 /// values). Sets name (the "name" key, else `default_name`), description, device_model and

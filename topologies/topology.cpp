@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "sim/error.hpp"
+#include "topologies/registry.hpp"
 
 namespace shardsim::topo {
 
@@ -25,13 +26,25 @@ const char* to_string(LinkClass c) {
   return "?";
 }
 
+namespace {
+constexpr LinkClass kLinkClasses[] = {LinkClass::ici, LinkClass::nvlink, LinkClass::pcie,
+                                      LinkClass::ib,  LinkClass::ethernet, LinkClass::loopback};
+}  // namespace
+
+const std::vector<std::string>& link_class_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (auto c : kLinkClasses) v.emplace_back(to_string(c));
+    return v;
+  }();
+  return names;
+}
+
 LinkClass link_class_from_string(const std::string& s, const std::string& where) {
-  for (auto c : {LinkClass::ici, LinkClass::nvlink, LinkClass::pcie, LinkClass::ib, LinkClass::ethernet,
-                 LinkClass::loopback}) {
+  for (auto c : kLinkClasses) {
     if (s == to_string(c)) return c;
   }
-  throw ConfigError(where, fmt::format("unknown link class '{}'", s),
-                    "one of ici, nvlink, pcie, ib, ethernet, loopback");
+  throw_unknown("link class", s, where, link_class_names());
 }
 
 namespace {

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "analysis/cli/command.hpp"
-#include "sim/error.hpp"
+#include "sim/registry.hpp"
 
 namespace shardsim::cli {
 namespace {
@@ -31,9 +31,9 @@ void run_list(const ListOptions& o) {
       return;
     }
   }
-  std::string valid;
-  for (const auto& e : entries) valid += (valid.empty() ? "" : ", ") + e.category;
-  throw ConfigError("shardsim list", fmt::format("unknown category '{}'", o.category), "one of " + valid);
+  std::vector<std::string> valid;
+  for (const auto& e : entries) valid.push_back(e.category);
+  throw_unknown("category", o.category, "shardsim list", valid);
 }
 
 void setup_list(CLI::App& root) {

@@ -139,41 +139,47 @@ void setup_step(CLI::App& root) {
 
 const Registration reg{"step", 30, setup_step};
 
-const ListRegistration list_models{"models", "zoo models for --model", [] {
+// The categories below print from their registries (sim/registry.hpp: name, summary, source,
+// parameters), with the figures of each kind's typed table (entry i describes row i).
+const ListRegistration list_models{zoo::model_registry().category(), zoo::model_registry().doc(), [] {
   analysis::Table t({"name", "parameters", "published", "default seq", "description", "source"});
-  for (const auto& m : zoo::models()) {
+  const auto& entries = zoo::model_registry().entries();
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto& m = zoo::models()[i];
     const auto p = zoo::generate(m, 1, m.resnet ? 0 : 8).parameter_count();
-    t.add({m.name, fmt::format("{:.4g}", static_cast<double>(p)), fmt::format("{:.4g}", m.published_params),
-           m.resnet ? "-" : std::to_string(m.default_seq), m.description, m.source});
+    t.add({entries[i].name, fmt::format("{:.4g}", static_cast<double>(p)), fmt::format("{:.4g}", m.published_params),
+           m.resnet ? "-" : std::to_string(m.default_seq), entries[i].summary, entries[i].source});
   }
   fmt::print("{}", t.str());
 }};
 
-const ListRegistration list_devices{"devices", "accelerator presets for --device", [] {
+const ListRegistration list_devices{compute::device_registry().category(), compute::device_registry().doc(), [] {
   analysis::Table t({"name", "bf16 TFLOP/s", "fp32 TFLOP/s", "HBM", "HBM GB/s", "description", "source"});
-  for (const auto& d : compute::device_presets()) {
-    t.add({d.name, fmt::format("{:.1f}", d.peak(compute::MathType::bf16) / 1e12),
+  const auto& entries = compute::device_registry().entries();
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto& d = compute::device_presets()[i];
+    t.add({entries[i].name, fmt::format("{:.1f}", d.peak(compute::MathType::bf16) / 1e12),
            fmt::format("{:.1f}", d.peak(compute::MathType::fp32) / 1e12), units::format_bytes(d.hbm_bytes),
-           fmt::format("{:.0f}", d.hbm_Bps / 1e9), d.description, d.source});
+           fmt::format("{:.0f}", d.hbm_Bps / 1e9), entries[i].summary, entries[i].source});
   }
   fmt::print("{}", t.str());
 }};
 
-const ListRegistration list_strategies{"strategies", "weight-update strategies (and trace replay) for --strategy", [] {
-  auto print = [](const step::StrategyInfo& s) {
-    fmt::print("{:<11} {} ({})\n", s.name, s.description, s.source);
+const ListRegistration list_strategies{step::strategy_registry().category(), step::strategy_registry().doc(), [] {
+  for (const auto& s : step::strategy_registry().entries()) {
+    fmt::print("{:<11} {} ({})\n", s.name, s.summary, s.source);
     for (const auto& p : s.params) fmt::print("{:<11}   --{} ({}, default {}): {}\n", "", p.key, p.type, p.default_value, p.doc);
-  };
-  for (const auto& s : step::strategies()) print(s);
-  print(step::trace_strategy());
+  }
 }};
 
-const ListRegistration list_optimizers{"optimizers", "optimizers for --optimizer", [] {
+const ListRegistration list_optimizers{opt::optimizer_registry().category(), opt::optimizer_registry().doc(), [] {
   analysis::Table t({"name", "state B/param (mixed)", "update B/param", "FLOPs/param", "description", "source"});
-  for (const auto& o : opt::optimizers()) {
-    t.add({o.name, fmt::format("{:g}", opt::state_bytes_per_param(o, opt::Precision::mixed)),
+  const auto& entries = opt::optimizer_registry().entries();
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto& o = opt::optimizers()[i];
+    t.add({entries[i].name, fmt::format("{:g}", opt::state_bytes_per_param(o, opt::Precision::mixed)),
            fmt::format("{:g}", opt::update_cost(o, opt::Precision::mixed, 1).bytes), fmt::format("{:g}", o.flops_per_param),
-           o.description, o.source});
+           entries[i].summary, entries[i].source});
   }
   fmt::print("{}", t.str());
 }};

@@ -7,7 +7,7 @@
 #include <type_traits>
 
 #include "sim/error.hpp"
-#include "sim/text/strings.hpp"
+#include "sim/registry.hpp"
 #include "sim/units.hpp"
 
 namespace shardsim::analysis {
@@ -127,7 +127,7 @@ StepOptions parse_step_options(const json& j, const std::vector<std::string>& sk
     if (std::find(skip.begin(), skip.end(), key) != skip.end()) continue;
     const auto it = std::find_if(table.begin(), table.end(), [&](const StepOptionSpec& s) { return key == s.key; });
     if (it == table.end()) {
-      throw ConfigError("/" + key, fmt::format("unknown key '{}' for a step", key), "one of " + text::join(step_option_keys()));
+      throw ConfigError("/" + key, fmt::format("unknown key '{}' for a step", key), one_of(step_option_keys()));
     }
     if (v.is_null()) continue;
     const StepOptionSpec& s = *it;

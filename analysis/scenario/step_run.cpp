@@ -105,7 +105,7 @@ StepReport StepRunner::run(const StepOptions& o, bool record_timeline) {
   c.precision = opt::precision_from_string(o.precision, "--precision");
   const auto fidelity = step::fidelity_from_string(o.fidelity, "--fidelity");
   if (o.compute != "roofline" && o.compute != "measured") {
-    throw ConfigError("--compute", fmt::format("unknown compute model '{}'", o.compute), "one of roofline, measured");
+    throw ConfigError("--compute", fmt::format("unknown compute model '{}'", o.compute), one_of({"roofline", "measured"}));
   }
   c.measured_compute = o.compute == "measured";
   c.grad_accum = static_cast<std::uint32_t>(o.grad_accum);

@@ -8,6 +8,7 @@
 #include "analysis/scenario/scenario.hpp"
 #include "sim/error.hpp"
 #include "sim/text/json_text.hpp"
+#include "sim/registry.hpp"
 #include "sim/text/strings.hpp"
 
 namespace shardsim::sweep {
@@ -57,7 +58,7 @@ class Loader {
     for (const auto& [key, v] : obj.items()) {
       bool ok = false;
       for (const auto& a : allowed) ok = ok || a == key;
-      if (!ok) throw ConfigError(at(pointer + "/" + key), fmt::format("unknown key '{}'", key), "one of " + join(allowed));
+      if (!ok) throw ConfigError(at(pointer + "/" + key), fmt::format("unknown key '{}'", key), one_of(allowed));
     }
   }
 
@@ -138,7 +139,7 @@ SweepSpec::SweepSpec(const nlohmann::json& j, std::string source) : source_(std:
   if (!base_.is_object()) throw ConfigError(L.at("/base"), fmt::format("{} {}", base_.type_name(), show(base_)), "a base scenario: an object with a command and its flags");
   std::vector<std::string> names;
   for (const auto& c : analysis::scenario_commands()) names.push_back(c.name);
-  const std::string commands = names.empty() ? "a registered scenario command (none is registered)" : "one of " + join(names);
+  const std::string commands = names.empty() ? "a registered scenario command (none is registered)" : one_of(names);
   if (!base_.contains("command")) throw ConfigError(L.at("/base/command"), "no command", commands);
   const auto& c = base_.at("command");
   if (!c.is_string()) throw ConfigError(L.at("/base/command"), fmt::format("{} {}", c.type_name(), show(c)), commands);
@@ -151,7 +152,7 @@ SweepSpec::SweepSpec(const nlohmann::json& j, std::string source) : source_(std:
     for (const auto& k : cmd->keys) ok = ok || k == key;
     if (!ok) {
       throw ConfigError(L.at("/base/" + key), fmt::format("unknown key '{}' for command '{}'", key, command_),
-                        "one of " + join(cmd->keys));
+                        one_of(cmd->keys));
     }
   }
 

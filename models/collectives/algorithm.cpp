@@ -321,12 +321,12 @@ bool implements(const Algorithm& a, OpKind k) {
   const auto ops = a.ops();
   return std::find(ops.begin(), ops.end(), k) != ops.end();
 }
-std::string names_for(OpKind k) {
-  std::string s;
+std::vector<std::string> names_for(OpKind k) {
+  std::vector<std::string> names;
   for (const auto& a : algorithms()) {
-    if (implements(*a, k)) s += (s.empty() ? "" : ", ") + a->name();
+    if (implements(*a, k)) names.push_back(a->name());
   }
-  return s;
+  return names;
 }
 }  // namespace
 
@@ -335,10 +335,22 @@ const Algorithm& find_algorithm(const std::string& name, OpKind op, const std::s
     if (a->name() != name) continue;
     if (implements(*a, op)) return *a;
     throw ConfigError(where, fmt::format("algorithm '{}' does not implement {}", name, to_string(op)),
-                      "one of " + names_for(op));
+                      one_of(names_for(op)));
   }
-  throw ConfigError(where, fmt::format("unknown algorithm '{}' for {}", name, to_string(op)),
-                    "one of " + names_for(op));
+  throw ConfigError(where, fmt::format("unknown algorithm '{}' for {}", name, to_string(op)), one_of(names_for(op)));
+}
+
+const Registry& algorithm_registry() {
+  static const Registry r = [] {
+    Registry reg("algorithm", "algorithms", "collective algorithms");
+    for (const auto& a : algorithms()) {
+      RegistryEntry e{a->name(), a->description(), "", {}};
+      for (const auto& p : a->params()) e.params.push_back({p.key, p.type, p.unit, p.default_value, p.doc});
+      reg.add(std::move(e));
+    }
+    return reg;
+  }();
+  return r;
 }
 
 void validate_op(const topo::Topology& t, const CollectiveOp& op) {

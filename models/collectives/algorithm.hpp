@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "models/collectives/collective.hpp"
+#include "sim/registry.hpp"
 #include "topologies/topology.hpp"
 
 namespace shardsim::coll {
@@ -81,6 +82,9 @@ class Algorithm {
 
 /// All registered algorithms, in registration order.
 const std::vector<std::unique_ptr<Algorithm>>& algorithms();
+/// The algorithms as a registry (sim/registry.hpp) with their parameters: entry i describes
+/// algorithms()[i].
+const Registry& algorithm_registry();
 /// Throws ConfigError naming `where`, listing the valid names for this op.
 const Algorithm& find_algorithm(const std::string& name, OpKind op, const std::string& where);
 

@@ -216,13 +216,17 @@ const std::vector<Device>& device_presets() {
   return presets;
 }
 
+const Registry& device_registry() {
+  static const Registry r = [] {
+    Registry reg("device", "devices", "accelerator presets for --device");
+    for (const auto& d : device_presets()) reg.add({d.name, d.description, d.source, {}});
+    return reg;
+  }();
+  return r;
+}
+
 const Device& find_device(const std::string& name, const std::string& where) {
-  for (const auto& d : device_presets()) {
-    if (d.name == name) return d;
-  }
-  std::string valid;
-  for (const auto& d : device_presets()) valid += (valid.empty() ? "" : ", ") + d.name;
-  throw ConfigError(where, fmt::format("unknown device '{}'", name), "one of " + valid);
+  return device_presets()[device_registry().at(name, where)];
 }
 
 const Device& device_for_model(const std::string& device_model, const std::string& where) {

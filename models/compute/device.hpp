@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/registry.hpp"
+
 namespace shardsim::compute {
 
 /// Arithmetic precision of an op's math (what the roofline picks the peak for).
@@ -58,6 +60,8 @@ struct Device {
 const std::vector<Device>& device_presets();
 /// Throws ConfigError naming `where` and listing the valid names.
 const Device& find_device(const std::string& name, const std::string& where);
+/// The presets as a registry (sim/registry.hpp): entry i describes device_presets()[i].
+const Registry& device_registry();
 
 /// The preset for a topology's device_model (topologies/presets/*.json): the preset of that
 /// name, or for a family name that is not one ("a100") the part its systems carry. The one

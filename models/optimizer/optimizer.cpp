@@ -54,13 +54,17 @@ const std::vector<Optimizer>& optimizers() {
   return v;
 }
 
+const Registry& optimizer_registry() {
+  static const Registry r = [] {
+    Registry reg("optimizer", "optimizers", "optimizers for --optimizer");
+    for (const auto& o : optimizers()) reg.add({o.name, o.description, o.source, {}});
+    return reg;
+  }();
+  return r;
+}
+
 const Optimizer& find_optimizer(const std::string& name, const std::string& where) {
-  for (const auto& o : optimizers()) {
-    if (o.name == name) return o;
-  }
-  std::string valid;
-  for (const auto& o : optimizers()) valid += (valid.empty() ? "" : ", ") + o.name;
-  throw ConfigError(where, fmt::format("unknown optimizer '{}'", name), "one of " + valid);
+  return optimizers()[optimizer_registry().at(name, where)];
 }
 
 double state_bytes_per_param(const Optimizer& o, Precision p) {

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/registry.hpp"
+
 namespace shardsim::opt {
 
 enum class Precision : std::uint8_t { fp32, mixed };
@@ -45,6 +47,8 @@ struct Optimizer {
 const std::vector<Optimizer>& optimizers();
 /// Throws ConfigError naming `where` and listing the valid names.
 const Optimizer& find_optimizer(const std::string& name, const std::string& where);
+/// The optimizers as a registry (sim/registry.hpp): entry i describes optimizers()[i].
+const Registry& optimizer_registry();
 
 /// A tensor as the optimizer sees it: elements, and rows x cols when it is a matrix
 /// (rows = cols = 0 otherwise).

@@ -71,10 +71,24 @@ Strategy strategy_from_string(const std::string& s, const std::string& where, St
     if (i.name == s) return i.strategy;
   }
   if (trace && s == trace_strategy().name) return Strategy::trace;
-  std::string valid;
-  for (const auto& i : strategies()) valid += (valid.empty() ? "" : ", ") + i.name;
-  if (trace) valid += ", " + trace_strategy().name;
-  throw ConfigError(where, fmt::format("unknown strategy '{}'", s), "one of " + valid);
+  std::vector<std::string> valid = strategy_registry().names();
+  if (!trace) valid.pop_back();  // trace_strategy(), the last entry
+  throw_unknown("strategy", s, where, valid);
+}
+
+const Registry& strategy_registry() {
+  static const Registry r = [] {
+    Registry reg("strategy", "strategies", "weight-update strategies (and trace replay) for --strategy");
+    auto add = [&](const StrategyInfo& s) {
+      RegistryEntry e{s.name, s.description, s.source, {}};
+      for (const auto& p : s.params) e.params.push_back({p.key, p.type, p.unit, p.default_value, p.doc});
+      reg.add(std::move(e));
+    };
+    for (const auto& s : strategies()) add(s);
+    add(trace_strategy());
+    return reg;
+  }();
+  return r;
 }
 
 ShardFactors shard_factors(Strategy s, std::uint64_t n, std::uint64_t k) {

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/registry.hpp"
+
 namespace shardsim::step {
 
 enum class Strategy : std::uint8_t { replicated, sharded, zero1, zero2, zero3, trace };
@@ -31,6 +33,9 @@ struct StrategyInfo {
 const std::vector<StrategyInfo>& strategies();
 /// The `trace` strategy's entry (replay of the trace's own collectives).
 const StrategyInfo& trace_strategy();
+/// The weight-update strategies then `trace`, as a registry (sim/registry.hpp) with their
+/// parameters: entry i describes strategies()[i], the last one trace_strategy().
+const Registry& strategy_registry();
 const char* to_string(Strategy s);
 
 /// Which names strategy_from_string accepts: the weight-update strategies only (memory,

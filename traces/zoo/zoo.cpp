@@ -347,13 +347,17 @@ const std::vector<ModelInfo>& models() {
   return v;
 }
 
+const Registry& model_registry() {
+  static const Registry r = [] {
+    Registry reg("model", "models", "zoo models for --model");
+    for (const auto& m : models()) reg.add({m.name, m.description, m.source, {}});
+    return reg;
+  }();
+  return r;
+}
+
 const ModelInfo& find_model(const std::string& name, const std::string& where) {
-  for (const auto& m : models()) {
-    if (m.name == name) return m;
-  }
-  std::string valid;
-  for (const auto& m : models()) valid += (valid.empty() ? "" : ", ") + m.name;
-  throw ConfigError(where, fmt::format("unknown model '{}'", name), "one of " + valid);
+  return models()[model_registry().at(name, where)];
 }
 
 trace::Trace generate(const ModelInfo& m, std::uint64_t batch, std::uint64_t seq, std::optional<bool> flash) {

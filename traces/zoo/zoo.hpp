@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "models/compute/transformer_cost.hpp"
+#include "sim/registry.hpp"
 #include "traces/trace/trace.hpp"
 
 namespace shardsim::zoo {
@@ -62,6 +63,8 @@ struct ModelInfo {
 const std::vector<ModelInfo>& models();
 /// Throws ConfigError naming `where` and listing the valid names.
 const ModelInfo& find_model(const std::string& name, const std::string& where);
+/// The zoo as a registry (sim/registry.hpp): entry i describes models()[i].
+const Registry& model_registry();
 
 /// Trace of one replica's micro-batch of `batch` samples (seq 0 = model default; ignored by
 /// ResNet-50); `flash` overrides the model's attention (unset: its default). Throws
