@@ -167,9 +167,33 @@ memory::MemoryBreakdown states(const std::vector<opt::TensorShape>& tensors, con
   return memory::memory_per_device(mi);
 }
 
+std::vector<opt::TensorShape> stage_extras(const ModelSpec& m, std::uint64_t tp, std::uint64_t pp, std::uint64_t i) {
+  const std::uint64_t pad = 128 * tp;
+  const double vocab = d((m.vocab + pad - 1) / pad * pad), h = d(m.hidden), t = d(tp);
+  const bool first = i == 0, last = i + 1 == pp;
+  std::vector<opt::TensorShape> out;
+  if (first || (last && m.tied_embeddings)) out.push_back(mat(vocab / t, h));  // vocab-parallel
+  if (first && m.learned_positions) out.push_back(mat(d(m.max_positions), h));
+  if (last) {
+    out.push_back(vec(m.norm_params()));
+    if (!m.tied_embeddings) out.push_back(mat(h, vocab / t));
+  }
+  return out;
+}
+
 std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / (1024.0 * 1024.0 * 1024.0)); }
 
 }  // namespace
+
+ShardElements layer_shard_elements(const ModelSpec& m, std::uint64_t tp, std::uint64_t ep) {
+  std::vector<opt::TensorShape> dense, expert;
+  layer_shards(m, d(tp), ep, dense, expert);
+  return {elements(dense), elements(expert)};
+}
+
+double stage_extra_elements(const ModelSpec& m, std::uint64_t tp, std::uint64_t pp, std::uint64_t stage) {
+  return elements(stage_extras(m, tp, pp, stage));
+}
 
 ParallelMemoryReport parallel_memory(const ParallelMemoryInput& in) {
   if (in.model == nullptr) throw ConfigError("memory", "no model", "a model");
@@ -213,8 +237,6 @@ ParallelMemoryReport parallel_memory(const ParallelMemoryInput& in) {
 
   std::vector<opt::TensorShape> layer_dense, layer_expert;
   layer_shards(m, t, z.ep, layer_dense, layer_expert);
-  const std::uint64_t pad = 128 * z.tp;
-  const double vocab = d((m.vocab + pad - 1) / pad * pad);
   const double h = d(m.hidden);
 
   for (std::uint64_t i = 0; i < p; ++i) {
@@ -227,12 +249,8 @@ ParallelMemoryReport parallel_memory(const ParallelMemoryInput& in) {
       expert.insert(expert.end(), layer_expert.begin(), layer_expert.end());
     }
     const bool first = i == 0, last = i + 1 == p;
-    if (first || (last && m.tied_embeddings)) dense.push_back(mat(vocab / t, h));  // vocab-parallel
-    if (first && m.learned_positions) dense.push_back(mat(d(m.max_positions), h));
-    if (last) {
-      dense.push_back(vec(m.norm_params()));
-      if (!m.tied_embeddings) dense.push_back(mat(h, vocab / t));
-    }
+    const auto extras = stage_extras(m, z.tp, p, i);
+    dense.insert(dense.end(), extras.begin(), extras.end());
     const auto sd = states(dense, in, dense_group);
     const auto se = states(expert, in, expert_group);
     st.params = sd.params + se.params;

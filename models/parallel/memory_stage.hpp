@@ -80,6 +80,18 @@ struct PipelineSchedule {
 /// "gpipe" | "1f1b" | "interleaved:V" (V >= 2); ConfigError naming `where`.
 PipelineSchedule schedule_from_string(const std::string& s, const std::string& where);
 
+/// One op of a stage's pipeline schedule: the forward or backward of micro-batch `micro` on
+/// the stage's model chunk `chunk` (0 unless interleaved).
+struct PipeOp {
+  bool forward = true;
+  std::uint32_t chunk = 0;
+  std::uint64_t micro = 0;
+};
+/// The order in which stage `i` of `p` runs the forwards and backwards of `m` micro-batches
+/// (Megatron-LM schedules.py; see above): 2 m v ops. GPipe: every forward, then every
+/// backward, both in micro-batch order. O(m v).
+std::vector<PipeOp> stage_order(const PipelineSchedule& s, std::uint64_t p, std::uint64_t m, std::uint64_t i);
+
 /// Peak chunk-micro-batches in flight on each stage (index = stage) when every chunk weighs
 /// the same; `m` micro-batches, `p` stages. For 1F1B: min(p - i, m).
 std::vector<std::uint64_t> in_flight(const PipelineSchedule& s, std::uint64_t p, std::uint64_t m);
@@ -170,6 +182,17 @@ struct ParallelMemoryReport {
 ///   "--schedule: interleaved:2 with 6 micro-batches per replica and pp=4; expected a number of
 ///    micro-batches that is a multiple of pp (Megatron-LM's interleaved schedule)"
 ParallelMemoryReport parallel_memory(const ParallelMemoryInput& in);
+
+/// Parameter elements one rank holds before the dp-axis strategy splits them: dense
+/// (replicated over dp x ep x cp) and expert (over dp x cp).
+struct ShardElements {
+  double dense = 0, expert = 0;
+};
+/// One transformer layer on one (tp, ep) rank (tensor-split matrices / t, experts E / ep).
+ShardElements layer_shard_elements(const ModelSpec& m, std::uint64_t tp, std::uint64_t ep);
+/// What stage `stage` of `pp` holds besides its layers: the vocabulary-parallel embedding and
+/// learned positions on the first, the final norm and output head (or tied copy) on the last.
+double stage_extra_elements(const ModelSpec& m, std::uint64_t tp, std::uint64_t pp, std::uint64_t stage);
 
 /// Validation alone (what parallel_memory checks first); the planner prunes with it.
 void check_mesh_for_model(const ModelSpec& m, const MeshSizes& mesh, const PipelineSchedule& s, std::uint64_t seq);
