@@ -2,3 +2,5 @@
 list(APPEND SHARDSIM_ANALYSIS_SOURCES ${CMAKE_CURRENT_LIST_DIR}/plan.cpp)
 # The "does not fit" line of step, compare and plan.
 list(APPEND SHARDSIM_ANALYSIS_SOURCES ${CMAKE_CURRENT_LIST_DIR}/fit.cpp)
+# The mesh search of the planner (issue 13).
+list(APPEND SHARDSIM_ANALYSIS_SOURCES ${CMAKE_CURRENT_LIST_DIR}/mesh_plan.cpp)

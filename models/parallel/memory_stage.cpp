@@ -43,7 +43,19 @@ const StageMemory& ParallelMemoryReport::worst() const {
                            [](const StageMemory& a, const StageMemory& b) { return a.peak < b.peak; });
 }
 
-void check_mesh_for_model(const ModelSpec& m, const MeshSizes& z, const PipelineSchedule& s, std::uint64_t seq) {
+std::vector<std::uint64_t> stage_layers(std::uint64_t layers, std::uint64_t pp) {
+  const std::uint64_t base = (layers + pp - 1) / pp;
+  std::vector<std::uint64_t> out(pp, base);
+  std::uint64_t extra = base * pp - layers;
+  for (std::uint64_t k = 0; extra > 0; ++k, --extra) {
+    const std::uint64_t at = k % 2 == 0 ? k / 2 : pp - 1 - k / 2;
+    --out[at % pp];
+  }
+  return out;
+}
+
+void check_mesh_for_model(const ModelSpec& m, const MeshSizes& z, const PipelineSchedule& s, std::uint64_t seq,
+                          bool uneven_stages) {
   if (m.heads % z.tp != 0) {
     throw ConfigError("--mesh", fmt::format("tp={} does not divide the {} attention heads of {}", z.tp, m.heads, m.name),
                       "a tp that divides the number of heads");
@@ -59,6 +71,9 @@ void check_mesh_for_model(const ModelSpec& m, const MeshSizes& z, const Pipeline
                                               s.virtual_stages, pv, m.layers, m.name),
                         "pp x virtual stages dividing the number of layers");
     }
+  } else if (uneven_stages && m.layers >= 2 * z.pp) {
+    // Any pp: stage_layers() balances them (at least two layers per stage, so that taking one
+    // from each end leaves every stage some).
   } else if (m.layers % z.pp != 0) {
     throw ConfigError("--mesh", fmt::format("pp={} does not divide the {} layers of {}", z.pp, m.layers, m.name),
                       "a pp that divides the number of layers");
@@ -203,7 +218,7 @@ ParallelMemoryReport parallel_memory(const ParallelMemoryInput& in) {
   ParallelMemoryReport r;
   r.seq = in.seq != 0 ? in.seq : m.default_seq;
   if (r.seq == 0) throw ConfigError("--seq", "missing (the model has no default)", "a sequence length");
-  check_mesh_for_model(m, z, in.schedule, r.seq);
+  check_mesh_for_model(m, z, in.schedule, r.seq, in.uneven_stages);
   r.micro_batches = micro_batches(z, in.global_batch, in.micro_batch);
   const std::uint64_t p = z.pp, v = in.schedule.kind == ScheduleKind::interleaved ? in.schedule.virtual_stages : 1;
   if (v > 1 && r.micro_batches % p != 0) {
@@ -233,7 +248,7 @@ ParallelMemoryReport parallel_memory(const ParallelMemoryInput& in) {
   }
   r.layer_activation_bytes = layer_activation_bytes(m, a);
   const double t = d(z.tp);
-  const std::uint64_t layers_per_stage = m.layers / p, layers_per_chunk = layers_per_stage / v;
+  const auto per_stage = v == 1 ? stage_layers(m.layers, p) : std::vector<std::uint64_t>(p, m.layers / p);
 
   std::vector<opt::TensorShape> layer_dense, layer_expert;
   layer_shards(m, t, z.ep, layer_dense, layer_expert);
@@ -242,6 +257,7 @@ ParallelMemoryReport parallel_memory(const ParallelMemoryInput& in) {
   for (std::uint64_t i = 0; i < p; ++i) {
     StageMemory st;
     st.stage = i;
+    const std::uint64_t layers_per_stage = per_stage[i], layers_per_chunk = layers_per_stage / v;
     st.layers = layers_per_stage;
     std::vector<opt::TensorShape> dense, expert;
     for (std::uint64_t l = 0; l < layers_per_stage; ++l) {

@@ -143,6 +143,7 @@ struct ParallelMemoryInput {
   opt::Precision precision = opt::Precision::mixed;
   DpStrategy strategy;
   double hbm_bytes = 0;  ///< 0: no fit check
+  bool uneven_stages = false;  ///< allow a pp that does not divide the layers (stage_layers)
 };
 
 struct StageMemory {
@@ -194,8 +195,16 @@ ShardElements layer_shard_elements(const ModelSpec& m, std::uint64_t tp, std::ui
 /// learned positions on the first, the final norm and output head (or tied copy) on the last.
 double stage_extra_elements(const ModelSpec& m, std::uint64_t tp, std::uint64_t pp, std::uint64_t stage);
 
-/// Validation alone (what parallel_memory checks first); the planner prunes with it.
-void check_mesh_for_model(const ModelSpec& m, const MeshSizes& mesh, const PipelineSchedule& s, std::uint64_t seq);
+/// Validation alone (what parallel_memory checks first); the planner prunes with it. With
+/// `uneven_stages` a pp that does not divide the layers is accepted (1F1B and GPipe only).
+void check_mesh_for_model(const ModelSpec& m, const MeshSizes& mesh, const PipelineSchedule& s, std::uint64_t seq,
+                          bool uneven_stages = false);
+/// Layers of each of `pp` stages: layers / pp each when pp divides them; otherwise (uneven
+/// stages) ceil(layers / pp) each, less one layer for each stage taken alternately from the two
+/// ends (first, last, second, second to last, ...) until the total is right: the Llama 3 rule,
+/// "reducing one Transformer layer each from the first and the last stages" (Dubey et al.
+/// 2024, sec. 3.3.2), which puts 126 layers on 16 stages as 7, 8 x 14, 7.
+std::vector<std::uint64_t> stage_layers(std::uint64_t layers, std::uint64_t pp);
 /// Micro-batches per replica: global / (dp ep) / micro (dense data parallelism is dp x ep;
 /// context parallelism splits the sequence, not the batch).
 std::uint64_t micro_batches(const MeshSizes& mesh, std::uint64_t global_batch, std::uint64_t micro_batch);

@@ -18,7 +18,8 @@ using Ref = std::optional<std::uint32_t>;
 
 class StageProgram {
  public:
-  StageProgram(const Shape& s, std::uint64_t stage) : s_(s), stage_(stage), names_(s.c->record_timeline) {}
+  StageProgram(const Shape& s, std::uint64_t stage)
+      : s_(s), stage_(stage), names_(s.c->record_timeline), layers_(s.chunk_layers.at(stage)) {}
 
   void build() {
     const auto order = parallel::stage_order(s_.c->schedule, s_.p, s_.mb, stage_);
@@ -165,7 +166,7 @@ class StageProgram {
 
   void forward(std::uint32_t c, std::uint64_t k) {
     if (!first_chunk(c)) p2p(false, -1, 2 * (stage_ == 0 ? c - 1 : c), names_ ? fmt::format("recv activations mb {}", k) : "");
-    for (std::uint64_t l = 0; l < s_.layers_per_chunk; ++l) layer_forward(c, k, l, NodePhase::forward);
+    for (std::uint64_t l = 0; l < layers_; ++l) layer_forward(c, k, l, NodePhase::forward);
     if (last_chunk(c)) compute(NodePhase::forward, s_.head.fwd_s, {}, names_ ? fmt::format("output layer mb {}", k) : "");
     if (!last_chunk(c)) p2p(true, +1, 2 * c, names_ ? fmt::format("send activations mb {}", k) : "");
   }
@@ -178,7 +179,7 @@ class StageProgram {
     if (last_chunk(c)) compute(NodePhase::backward, s_.head.bwd_s, {}, names_ ? fmt::format("output layer backward mb {}", k) : "");
     const std::uint64_t cp = s_.c->mesh.cp;
     const bool moe = s_.m->moe() && s_.c->mesh.ep > 1;
-    for (std::uint64_t j = s_.layers_per_chunk; j-- > 0;) {
+    for (std::uint64_t j = layers_; j-- > 0;) {
       if (s_.c->recompute == parallel::Recompute::full) layer_forward(c, k, j, NodePhase::backward);
       if (s_.c->recompute == parallel::Recompute::selective) {
         compute(NodePhase::backward, lc.recompute_s, {}, label("recompute attention core", c, k, j));
@@ -244,7 +245,7 @@ class StageProgram {
   void finish_update() {
     if (s_.zero3) {
       // Every layer's shard of the stage, plus the embedding / head extras, sharded over N.
-      const double layers = static_cast<double>(s_.layers_per_chunk * s_.v);
+      const double layers = static_cast<double>(layers_ * s_.v);
       update_elements_ = layers * (s_.layer.dense / static_cast<double>(s_.dense_group) +
                                    s_.layer.expert / static_cast<double>(s_.expert_group)) +
                          parallel::stage_extra_elements(*s_.m, s_.c->mesh.tp, s_.p, stage_) / static_cast<double>(s_.dense_group);
@@ -261,6 +262,7 @@ class StageProgram {
   const Shape& s_;
   std::uint64_t stage_;
   bool names_;
+  std::uint64_t layers_;  // per chunk
   Ref last_compute_;
   std::vector<std::uint32_t> pending_;
   std::vector<std::uint32_t> gathers_;

@@ -76,6 +76,8 @@ struct ParallelStepConfig {
   opt::Precision precision = opt::Precision::mixed;
   double moe_imbalance = 1.0;
   std::uint64_t bucket_elements = 0;  ///< 0: Megatron's max(40e6, 1e6 x group size)
+  /// Allow a pp that does not divide the layers (1F1B, GPipe): parallel::stage_layers.
+  bool uneven_stages = false;
   /// false: leave out the output layer's compute, so that every stage is alike (the symmetric
   /// pipeline of the bubble analysis, Narayanan et al. 2021 sec. 2.2).
   bool output_layer = true;
@@ -104,6 +106,9 @@ struct ParallelStepResult {
   double layer_forward_s = 0, layer_backward_s = 0;  ///< one layer, one micro-batch (compute)
   std::string fold;              ///< "stage representatives", "every rank"
 };
+
+/// The memory model's input for the step's configuration (HBM `hbm_bytes`, 0: no fit check).
+parallel::ParallelMemoryInput memory_input(const ParallelStepConfig& c, double hbm_bytes);
 
 /// Validates (parallel::parallel_memory's checks, ConfigError naming the flag), builds the
 /// graph of every simulated rank, executes it and reports. O(p m v L/p) nodes per simulated

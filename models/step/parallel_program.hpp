@@ -46,7 +46,8 @@ struct Shape {
   const ParallelStepConfig* c = nullptr;
   const parallel::ModelSpec* m = nullptr;
   const compute::Device* dev = nullptr;
-  std::uint64_t p = 1, v = 1, mb = 1, layers_per_chunk = 1, seq = 0;
+  std::uint64_t p = 1, v = 1, mb = 1, seq = 0;
+  std::vector<std::uint64_t> chunk_layers;  ///< per stage: layers of each of its v chunks
   parallel::LayerCompute lc;
   parallel::HeadCompute head;
   std::uint64_t tp_bytes = 0, ep_bytes = 0, cp_bytes = 0, p2p_bytes = 0;

@@ -33,7 +33,7 @@ detail::Shape make_shape(const ParallelStepConfig& c, const compute::Device& dev
   s.v = c.schedule.kind == parallel::ScheduleKind::interleaved ? c.schedule.virtual_stages : 1;
   s.mb = mem.micro_batches;
   s.seq = mem.seq;
-  s.layers_per_chunk = m.layers / (s.p * s.v);
+  for (const auto n : parallel::stage_layers(m.layers, s.p)) s.chunk_layers.push_back(n / s.v);
   parallel::LayerShape l;
   l.micro_batch = c.micro_batch;
   l.seq = mem.seq;
@@ -242,13 +242,7 @@ std::string stream_name(std::uint32_t s) {
 
 }  // namespace
 
-ParallelStepResult simulate_parallel_step(const ParallelStepConfig& c, const compute::Device& dev, CommModel& comm) {
-  check(c);
-  const parallel::Mesh mesh(c.mesh, c.order, "--mesh");
-  if (auto n = comm.devices(); n && mesh.devices() != *n) {
-    throw ConfigError("--mesh", fmt::format("dp x tp x pp x cp x ep = {} devices on a topology of {}", mesh.devices(), *n),
-                      "a mesh whose product is the device count");
-  }
+parallel::ParallelMemoryInput memory_input(const ParallelStepConfig& c, double hbm_bytes) {
   parallel::ParallelMemoryInput mi;
   mi.model = c.model;
   mi.mesh = c.mesh;
@@ -262,7 +256,19 @@ ParallelStepResult simulate_parallel_step(const ParallelStepConfig& c, const com
   mi.optimizer = c.optimizer;
   mi.precision = c.precision;
   mi.strategy = c.strategy;
-  mi.hbm_bytes = static_cast<double>(dev.hbm_bytes);
+  mi.hbm_bytes = hbm_bytes;
+  mi.uneven_stages = c.uneven_stages;
+  return mi;
+}
+
+ParallelStepResult simulate_parallel_step(const ParallelStepConfig& c, const compute::Device& dev, CommModel& comm) {
+  check(c);
+  const parallel::Mesh mesh(c.mesh, c.order, "--mesh");
+  if (auto n = comm.devices(); n && mesh.devices() != *n) {
+    throw ConfigError("--mesh", fmt::format("dp x tp x pp x cp x ep = {} devices on a topology of {}", mesh.devices(), *n),
+                      "a mesh whose product is the device count");
+  }
+  const auto mi = memory_input(c, static_cast<double>(dev.hbm_bytes));
   ParallelStepResult out;
   out.memory = parallel::parallel_memory(mi);  // validates mesh, batch and schedule
   const detail::Shape shape = make_shape(c, dev, out.memory);
