@@ -3,8 +3,8 @@
 // a DGX H100 cluster over data-parallel sizes: prints the tables and writes, in ./shardsim-out,
 // study.csv (every step: the source of truth), the figure data speedup.csv, breakdown.csv and
 // memory.csv with their gnuplot scripts (analysis/plot/study_figures.hpp) and, when gnuplot is
-// installed, speedup/breakdown/memory .svg and .png. Every point is the `step` scenario command
-// (analytical fidelity).
+// installed, speedup/breakdown/memory .svg and .png. Every point is the library's run_step
+// (analysis/scenario/step_run.hpp; analytical fidelity).
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -16,7 +16,7 @@
 #include "analysis/cli/command.hpp"
 #include "analysis/output/table.hpp"
 #include "analysis/plot/study_figures.hpp"
-#include "analysis/scenario/scenario.hpp"
+#include "analysis/scenario/step_run.hpp"
 #include "sim/error.hpp"
 #include "sim/units.hpp"
 
@@ -59,8 +59,6 @@ const System kSystems[] = {{"TPU v3 pod", "tpu-v3"}, {"DGX H100 cluster", "dgx-h
 /// Runs the study; returns the exit status (0). Throws ConfigError when the output folder
 /// cannot be written. The lead may point cli::default_job() at this.
 int run_flagship_study(const StudyOptions& o) {
-  const auto* step_cmd = analysis::find_scenario_command("step");
-  if (step_cmd == nullptr) throw std::runtime_error("the step scenario command is not registered");
   const std::vector<std::uint64_t> sizes = o.quick ? std::vector<std::uint64_t>{16, 64}
                                                    : std::vector<std::uint64_t>{16, 64, 256, 1024};
   plot::StudyFigures fig;
@@ -82,10 +80,15 @@ int run_flagship_study(const StudyOptions& o) {
         bool rep_fits = false;
         std::string sharded_speedup = "-";
         for (const auto& s : fig.strategies) {
-          json f = {{"model", m.name}, {"topology", fmt::format("{}-{}", sys.preset, n)}, {"strategy", s},
-                    {"optimizer", "adam"}, {"precision", "mixed"}, {"batch-per-device", m.batch},
-                    {"checkpointing", m.checkpointing}};
-          const json r = step_cmd->run(f);
+          analysis::StepOptions f;
+          f.model = m.name;
+          f.topology = fmt::format("{}-{}", sys.preset, n);
+          f.strategy = s;
+          f.optimizer = "adam";
+          f.precision = "mixed";
+          f.batch_per_device = static_cast<double>(m.batch);
+          f.checkpointing = m.checkpointing;
+          const json r = analysis::to_json(analysis::run_step(f));
           const bool fits = r.at("fits").get<bool>();
           const double time = r.at("time_if_it_fit_s").get<double>();
           if (s == "replicated") {

@@ -8,15 +8,15 @@
 #include <memory>
 
 #include "analysis/plan/fit.hpp"
+#include "analysis/scenario/step_run.hpp"
 #include "models/compute/device.hpp"
 #include "models/optimizer/optimizer.hpp"
 #include "models/step/step.hpp"
-#include "models/step/strategy.hpp"
+#include "models/strategy/strategy.hpp"
 #include "models/step/topology_comm.hpp"
 #include "sim/error.hpp"
 #include "sim/units.hpp"
 #include "topologies/presets.hpp"
-#include "traces/trace/workload.hpp"
 #include "traces/zoo/zoo.hpp"
 
 namespace shardsim::plan {
@@ -138,7 +138,7 @@ PlanResult make_plan(const PlanRequest& r) {
   const zoo::ModelInfo& model = zoo::find_model(r.model, "--model");
   const opt::Optimizer& optimizer = opt::find_optimizer(r.optimizer, "--optimizer");
   const opt::Precision precision = opt::precision_from_string(r.precision, "--precision");
-  const step::Fidelity fidelity = step::fidelity_from_string(r.fidelity, "--fidelity");
+  (void)step::fidelity_from_string(r.fidelity, "--fidelity");  // validated before the search
   if (r.global_batch == 0) throw ConfigError("--global-batch", "0", "a positive number of samples per step");
   if (r.tokens.has_value() == r.steps.has_value()) {
     throw ConfigError("--tokens/--steps", r.tokens ? "both" : "neither", "exactly one of --tokens and --steps");
@@ -174,12 +174,9 @@ PlanResult make_plan(const PlanRequest& r) {
   if (r.budget_usd) out.config["budget_usd"] = *r.budget_usd;
   if (r.price_per_device_hour) out.config["price_per_device_hour_usd"] = *r.price_per_device_hour;
 
-  std::map<std::uint64_t, step::Workload> workloads;  // by micro-batch
-  auto workload = [&](std::uint64_t micro) -> const step::Workload& {
-    auto it = workloads.find(micro);
-    if (it == workloads.end()) it = workloads.emplace(micro, trace::to_workload(zoo::generate(model, micro, seq))).first;
-    return it->second;
-  };
+  // Every candidate is a step of the library's typed step command (analysis/scenario/step_run.hpp);
+  // one runner keeps the topologies, collective costs and workloads the candidates share.
+  analysis::StepRunner runner;
 
   for (const auto& hw : r.hardware) {
     const auto names = expand_hardware(hw, r.max_devices);
@@ -194,7 +191,6 @@ PlanResult make_plan(const PlanRequest& r) {
       if (r.max_devices && n > r.max_devices) continue;
       if (t->device_model.empty()) throw ConfigError("--hardware", fmt::format("preset '{}' names no device", name), "a preset with a device model");
       const compute::Device& dev = compute::device_for_model(t->device_model, "--hardware");
-      step::TopologyComm comm(*t, fidelity, "auto");
       for (auto strategy : strategies) {
         std::vector<std::uint64_t> groups = {n};
         if (strategy == step::Strategy::sharded) {
@@ -219,17 +215,22 @@ PlanResult make_plan(const PlanRequest& r) {
               continue;
             }
             c.batch_per_device = r.global_batch / n;
-            step::StepConfig sc;
-            sc.strategy = strategy;
-            sc.optimizer = &optimizer;
-            sc.precision = precision;
-            sc.dp = n;
-            sc.shard_group = c.shard_group;
-            sc.bucket_bytes = bucket;
+            analysis::StepOptions so;
+            so.model = model.name;
+            so.topology = name;
+            if (seq) so.seq = static_cast<double>(seq);
+            so.strategy = step::to_string(strategy);
+            so.optimizer = optimizer.name;
+            so.precision = opt::to_string(precision);
+            so.fidelity = r.fidelity;
+            so.dp = n;
+            if (c.shard_group) so.shard_group = c.shard_group;
+            so.bucket = fmt::format("{}B", bucket);
             step::StepResult best;
             for (std::uint32_t accum = 1; c.batch_per_device % accum == 0; accum *= 2) {
-              sc.grad_accum = accum;
-              best = step::simulate_step(workload(c.batch_per_device / accum), dev, sc, comm);
+              so.grad_accum = accum;
+              so.batch_per_device = static_cast<double>(c.batch_per_device / accum);
+              best = runner.run(so).result;
               c.grad_accum = accum;
               if (best.fits) break;
             }

@@ -4,8 +4,10 @@
 // as on the command line: strings, numbers, booleans) and returns its result as JSON: an
 // object for one result, or an array of objects (e.g. one per message size).
 //
-// Registration happens in the command's CLI file (analysis/cli/<cmd>.cpp) with a static
-// ScenarioRegistration, so both `shardsim <cmd>` and `shardsim sweep` run the same code.
+// `step` and `compare` are the library's own (analysis/scenario/step_run.hpp: typed options,
+// one table of keys); the other commands register from their CLI file (analysis/cli/<cmd>.cpp)
+// with a static ScenarioRegistration, so both `shardsim <cmd>` and `shardsim sweep` run the
+// same code.
 // Runners must be thread-safe (each builds its own Topology/Simulator) and deterministic.
 // Bad input: throw ConfigError (a sweep records the scenario as invalid, with the reason).
 #include <nlohmann/json.hpp>

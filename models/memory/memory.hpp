@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "models/optimizer/optimizer.hpp"
-#include "models/step/strategy.hpp"
+#include "models/strategy/strategy.hpp"
 
 namespace shardsim::memory {
 

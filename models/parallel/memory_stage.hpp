@@ -62,7 +62,7 @@
 #include "models/optimizer/optimizer.hpp"
 #include "models/parallel/mesh.hpp"
 #include "models/parallel/model_spec.hpp"
-#include "models/step/strategy.hpp"
+#include "models/strategy/strategy.hpp"
 
 namespace shardsim::parallel {
 

@@ -1,5 +1,4 @@
 list(APPEND SHARDSIM_MODELS_SOURCES
-  ${CMAKE_CURRENT_LIST_DIR}/strategy.cpp
   ${CMAKE_CURRENT_LIST_DIR}/step.cpp
   ${CMAKE_CURRENT_LIST_DIR}/replay.cpp
   ${CMAKE_CURRENT_LIST_DIR}/strategy_graphs.cpp

@@ -54,7 +54,7 @@
 #include "models/memory/memory.hpp"
 #include "models/optimizer/optimizer.hpp"
 #include "models/step/executor.hpp"
-#include "models/step/strategy.hpp"
+#include "models/strategy/strategy.hpp"
 #include "models/step/workload.hpp"
 #include "sim/time.hpp"
 

@@ -14,7 +14,7 @@
 #include "models/compute/device.hpp"
 #include "models/optimizer/optimizer.hpp"
 #include "models/step/step.hpp"
-#include "models/step/strategy.hpp"
+#include "models/strategy/strategy.hpp"
 #include "models/step/topology_comm.hpp"
 #include "topologies/load.hpp"
 #include "traces/trace/workload.hpp"

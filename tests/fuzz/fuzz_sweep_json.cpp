@@ -1,7 +1,7 @@
 // Sweep files (analysis/sweep/sweep_file.hpp parse_sweep): parsing and validation, then the
-// first and last scenario. The scenario commands are registered here under the names and
-// flag keys of the CLI's (analysis/cli/<command>.cpp; the CLI is not linked in); their
-// runners are never called, as loading a sweep runs nothing.
+// first and last scenario. `step` and `compare` are the library's; `collective` is registered
+// here under the name and flag keys of the CLI's (analysis/cli/collective.cpp; the CLI is not
+// linked in); no runner is called, as loading a sweep runs nothing.
 #include <nlohmann/json.hpp>
 
 #include <stdexcept>
@@ -18,13 +18,6 @@ const shardsim::analysis::ScenarioRegistration collective{
     {"collective",
      {"topology", "op", "bytes", "ranks", "algorithm", "fidelity", "chunks", "reduce-bw", "step-overhead"},
      not_run}};
-const shardsim::analysis::ScenarioRegistration step{
-    {"step",
-     {"model", "trace", "topology", "device", "strategy", "optimizer", "batch-per-device", "seq", "fidelity",
-      "precision", "dp", "grad-accum", "checkpointing", "bucket", "shard-group", "no-defer", "no-fusion",
-      "no-prefetch", "algorithm", "compute", "timeline"},
-     not_run}};
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -5,7 +5,7 @@
 #include "models/compute/device.hpp"
 #include "models/memory/memory.hpp"
 #include "models/optimizer/optimizer.hpp"
-#include "models/step/strategy.hpp"
+#include "models/strategy/strategy.hpp"
 #include "sim/error.hpp"
 
 using namespace shardsim;

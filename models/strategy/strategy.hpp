@@ -4,6 +4,9 @@
 // them but is not a weight-update strategy: it replays an imported trace's own collectives
 // and update ops as recorded (step.hpp), so "all strategies" (compare, memory, plan) means
 // the weight-update ones.
+// Layering: this folder is below models/memory and models/step (both include it; it includes
+// neither), so the memory model and the step model depend on each other one way only
+// (memory <- step). The namespace stays `step`: the strategies are the step's vocabulary.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "models/step/strategy.hpp"
+#include "models/strategy/strategy.hpp"
 
 #include <fmt/format.h>
 

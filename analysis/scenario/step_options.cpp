@@ -1,0 +1,178 @@
+#include "analysis/scenario/step_options.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include "sim/error.hpp"
+#include "sim/units.hpp"
+
+namespace shardsim::analysis {
+namespace {
+
+using nlohmann::json;
+using S = StepOptions;
+
+template <class... F>
+struct Overload : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overload(F...) -> Overload<F...>;
+
+std::string flag(const StepOptionSpec& s) { return std::string("--") + s.key; }
+
+// A value as the user typed it: 0 not 0.0, strings unquoted.
+std::string show(const json& v) {
+  if (v.is_number()) return fmt::format("{:g}", v.get<double>());
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+// A whole number from 1 to 1e15 (the largest exactly representable counts with margin).
+bool whole_positive(double x) { return x >= 1 && x == std::floor(x) && x <= 1e15; }
+
+double count_value(const StepOptionSpec& s, const json& v) {
+  double x = 0;
+  if (v.is_number()) x = v.get<double>();
+  else if (v.is_string()) x = units::parse_count(v.get<std::string>(), flag(s));
+  else throw ConfigError(flag(s), v.dump(), s.expected);
+  if (!whole_positive(x)) throw ConfigError(flag(s), show(v), s.expected);
+  return x;
+}
+
+std::string text_value(const StepOptionSpec& s, const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number()) return v.dump();
+  throw ConfigError(flag(s), v.dump(), "a string");
+}
+
+std::string join_keys() {
+  std::string out;
+  for (const auto& s : step_option_table()) out += (out.empty() ? "" : ", ") + std::string(s.key);
+  return out;
+}
+
+}  // namespace
+
+const std::vector<StepOptionSpec>& step_option_table() {
+  static const std::vector<StepOptionSpec> table = {
+      {"model", "-m", &S::model, "Zoo model (shardsim list models)", ""},
+      {"trace", "", &S::trace, "Native trace JSON (docs/trace-format.md)", ""},
+      {"topology", "-t", &S::topology, "Topology preset, JSON file or builder spec", ""},
+      {"device", "-d", &S::device, "Device (default: the topology's; shardsim list devices)", ""},
+      {"strategy", "-s", &S::strategy,
+       "Strategy (shardsim list strategies; default: trace for a --trace with collectives, else replicated)", ""},
+      {"optimizer", "-o", &S::optimizer, "Optimizer (shardsim list optimizers)", ""},
+      {"precision", "", &S::precision, "mixed | fp32", ""},
+      {"batch-per-device", "-b", &S::batch_per_device, "Samples per device per micro-batch", "a positive batch"},
+      {"seq", "", &S::seq, "Sequence length (default: the model's)", "a positive sequence length"},
+      {"dp", "", &S::dp, "Data-parallel size (default: every device of the topology)", "a positive data-parallel size"},
+      {"fidelity", "", &S::fidelity, "analytical | flow", ""},
+      {"algorithm", "-a", &S::algorithm, "Collective algorithm or auto", ""},
+      {"profile", "", &S::profile,
+       "Calibration profile (shardsim calibrate): calibrated bandwidth per link class, alpha as step overhead", ""},
+      {"compute", "", &S::compute, "roofline | measured (trace durations)", ""},
+      {"grad-accum", "", &S::grad_accum, "Micro-batches per step", "a positive number of micro-batches"},
+      {"bucket", "", &S::bucket, "Gradient bucket / fused buffer size (default 25MiB)", ""},
+      {"shard-group", "-k", &S::shard_group, "sharded: shard over subgroups of k ranks (k divides N)",
+       "a positive subgroup size that divides the data-parallel size"},
+      {"checkpointing", "", &S::checkpointing, "Activation checkpointing per unit", ""},
+      {"no-defer", "", &S::no_defer, "sharded: all-gather at step end, not in the next forward", ""},
+      {"no-fusion", "", &S::no_fusion, "sharded: one padded buffer per tensor", ""},
+      {"no-prefetch", "", &S::no_prefetch, "zero3: no prefetch of the next unit's all-gather", ""},
+  };
+  return table;
+}
+
+std::vector<std::string> step_option_keys() {
+  std::vector<std::string> keys;
+  for (const auto& s : step_option_table()) keys.emplace_back(s.key);
+  return keys;
+}
+
+std::string type_name(const StepOptionSpec& s) {
+  return std::visit(Overload{[](std::string S::*) { return "string"; },
+                             [](std::optional<std::string> S::*) { return "string"; },
+                             [](bool S::*) { return "flag"; }, [](std::uint64_t S::*) { return "count"; },
+                             [](std::optional<std::uint64_t> S::*) { return "count"; },
+                             [](std::optional<double> S::*) { return "number"; }},
+                    s.field);
+}
+
+std::string default_text(const StepOptionSpec& s) {
+  const StepOptions d;
+  return std::visit(Overload{[&](std::string S::*m) { return d.*m; },
+                             [&](bool S::*m) { return std::string(d.*m ? "true" : "false"); },
+                             [&](std::uint64_t S::*m) { return std::to_string(d.*m); },
+                             [](auto) { return std::string("-"); }},
+                    s.field);
+}
+
+StepOptions parse_step_options(const json& j, const std::vector<std::string>& skip) {
+  if (!j.is_object()) throw ConfigError("step options", j.dump(), "a JSON object of options");
+  const auto& table = step_option_table();
+  StepOptions o;
+  for (const auto& [key, v] : j.items()) {
+    if (std::find(skip.begin(), skip.end(), key) != skip.end()) continue;
+    const auto it = std::find_if(table.begin(), table.end(), [&](const StepOptionSpec& s) { return key == s.key; });
+    if (it == table.end()) {
+      throw ConfigError("/" + key, fmt::format("unknown key '{}' for a step", key), "one of " + join_keys());
+    }
+    if (v.is_null()) continue;
+    const StepOptionSpec& s = *it;
+    std::visit(Overload{[&](std::string S::*m) { o.*m = text_value(s, v); },
+                        [&](std::optional<std::string> S::*m) {
+                          std::string t = text_value(s, v);
+                          if (!t.empty()) o.*m = std::move(t);  // "" is unset, as on the command line
+                        },
+                        [&](bool S::*m) {
+                          if (!v.is_boolean()) throw ConfigError(flag(s), v.dump(), "true or false");
+                          o.*m = v.get<bool>();
+                        },
+                        [&](std::uint64_t S::*m) { o.*m = static_cast<std::uint64_t>(count_value(s, v)); },
+                        [&](std::optional<std::uint64_t> S::*m) { o.*m = static_cast<std::uint64_t>(count_value(s, v)); },
+                        [&](std::optional<double> S::*m) { o.*m = count_value(s, v); }},
+               s.field);
+  }
+  return o;
+}
+
+void validate_step_options(const StepOptions& o) {
+  for (const auto& s : step_option_table()) {
+    auto check = [&](double x) {
+      if (!whole_positive(x)) throw ConfigError(flag(s), fmt::format("{:g}", x), s.expected);
+    };
+    std::visit(Overload{[&](std::uint64_t S::*m) { check(static_cast<double>(o.*m)); },
+                        [&](std::optional<std::uint64_t> S::*m) {
+                          if (o.*m) check(static_cast<double>(*(o.*m)));
+                        },
+                        [&](std::optional<double> S::*m) {
+                          if (o.*m) check(*(o.*m));
+                        },
+                        [](auto) {}},
+               s.field);
+  }
+}
+
+json to_json(const StepOptions& o) {
+  json j = json::object();
+  for (const auto& s : step_option_table()) {
+    std::visit(
+        [&](auto m) {
+          const auto& v = o.*m;
+          using V = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<V, std::optional<std::string>> || std::is_same_v<V, std::optional<std::uint64_t>> ||
+                        std::is_same_v<V, std::optional<double>>) {
+            if (v) j[s.key] = *v;
+          } else {
+            j[s.key] = v;
+          }
+        },
+        s.field);
+  }
+  return j;
+}
+
+}  // namespace shardsim::analysis

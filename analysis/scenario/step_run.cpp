@@ -1,0 +1,295 @@
+#include "analysis/scenario/step_run.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <optional>
+#include <sstream>
+
+#include "analysis/calibration/profile.hpp"
+#include "models/strategy/strategy.hpp"
+#include "models/step/topology_comm.hpp"
+#include "sim/error.hpp"
+#include "sim/units.hpp"
+#include "topologies/load.hpp"
+#include "traces/trace/workload.hpp"
+#include "traces/zoo/zoo.hpp"
+
+namespace shardsim::analysis {
+namespace {
+
+using nlohmann::json;
+
+// Scales a trace recorded at one batch to another: FLOPs, bytes, saved activations and measured
+// durations grow linearly with the samples (first-order; weights do not, a small error).
+void scale_trace(trace::Trace& t, std::uint64_t batch) {
+  if (batch == t.batch_per_replica) return;
+  const double r = static_cast<double>(batch) / static_cast<double>(t.batch_per_replica);
+  for (auto& op : t.ops) {
+    op.flops *= r;
+    op.bytes *= r;
+    op.activation_bytes = static_cast<std::uint64_t>(static_cast<double>(op.activation_bytes) * r);
+    if (op.duration_s) *op.duration_s *= r;
+  }
+  t.batch_per_replica = batch;
+}
+
+json memory_json(const memory::MemoryBreakdown& m) {
+  return {{"params", m.params}, {"grads", m.grads}, {"optimizer", m.optimizer}, {"activations", m.activations},
+          {"buffers", m.buffers}, {"peak", m.peak}};
+}
+
+std::vector<std::string> parse_strategies(const std::string& list) {
+  std::vector<std::string> out;
+  if (list == "all") {
+    for (const auto& s : step::strategies()) out.push_back(s.name);
+    return out;
+  }
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    // Validates, listing the valid names; `trace` (replay of a trace's own collectives) is
+    // accepted here but not part of "all", which means the weight-update strategies.
+    step::strategy_from_string(item, "--strategies", step::StrategySet::with_trace);
+    out.push_back(item);
+  }
+  if (out.empty()) throw ConfigError("--strategies", "an empty list", "'all' or a comma list of strategies");
+  return out;
+}
+
+}  // namespace
+
+struct StepRunner::Cache {
+  std::map<std::string, std::unique_ptr<topo::Topology>> topologies;  // by spec
+  // Calibrated copies: by (spec, profile file).
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<calib::AppliedProfile>> profiles;
+  std::map<std::tuple<const topo::Topology*, step::Fidelity, std::string, std::uint32_t>, std::unique_ptr<step::TopologyComm>>
+      comms;
+  struct Prepared {
+    std::string name;
+    std::uint64_t seq = 0;
+    step::Workload workload;
+  };
+  std::map<std::tuple<std::string, std::uint64_t, std::uint64_t>, Prepared> zoo;  // by (model, batch, seq)
+};
+
+StepRunner::StepRunner() : cache_(std::make_unique<Cache>()) {}
+StepRunner::~StepRunner() = default;
+
+StepReport run_step(const StepOptions& o, bool record_timeline) { return StepRunner().run(o, record_timeline); }
+
+StepReport StepRunner::run(const StepOptions& o, bool record_timeline) {
+  validate_step_options(o);
+  const bool has_model = o.model && !o.model->empty(), has_trace = o.trace && !o.trace->empty();
+  if (has_model == has_trace) {
+    throw ConfigError("--model/--trace", "both or neither given", "exactly one of them");
+  }
+  if (o.topology.empty()) throw ConfigError("--topology", "missing", "a topology preset, JSON file or builder spec");
+  step::StepConfig c;
+  // Default: `trace` for a trace that records collectives (they are replayed), else replicated.
+  std::optional<step::Strategy> strategy;
+  if (o.strategy && !o.strategy->empty()) {
+    strategy = step::strategy_from_string(*o.strategy, "--strategy", step::StrategySet::with_trace);
+  }
+  if (strategy == step::Strategy::trace && has_model) {
+    throw ConfigError("--strategy", fmt::format("trace with --model {}", *o.model),
+                      "--trace FILE (the trace strategy replays a trace's recorded collectives; a zoo model records none)");
+  }
+  c.optimizer = &opt::find_optimizer(o.optimizer, "--optimizer");
+  c.precision = opt::precision_from_string(o.precision, "--precision");
+  const auto fidelity = step::fidelity_from_string(o.fidelity, "--fidelity");
+  if (o.compute != "roofline" && o.compute != "measured") {
+    throw ConfigError("--compute", fmt::format("unknown compute model '{}'", o.compute), "one of roofline, measured");
+  }
+  c.measured_compute = o.compute == "measured";
+  c.grad_accum = static_cast<std::uint32_t>(o.grad_accum);
+  c.checkpointing = o.checkpointing;
+  c.defer_allgather = !o.no_defer;
+  c.fusion = !o.no_fusion;
+  c.prefetch = !o.no_prefetch;
+  if (o.bucket) c.bucket_bytes = units::parse_bytes(*o.bucket, "--bucket");
+  c.record_timeline = record_timeline;
+
+  auto topo_it = cache_->topologies.find(o.topology);
+  if (topo_it == cache_->topologies.end()) {
+    topo_it = cache_->topologies
+                  .emplace(o.topology, std::make_unique<topo::Topology>(topo::make_topology(o.topology, "--topology")))
+                  .first;
+  }
+  const topo::Topology& topo = *topo_it->second;
+  const bool named_device = o.device && !o.device->empty();
+  if (!named_device && topo.device_model.empty()) {
+    throw ConfigError("--device", fmt::format("missing, and topology '{}' names no device", topo.name),
+                      "a device (see shardsim list devices)");
+  }
+  const auto& dev = named_device ? compute::find_device(*o.device, "--device")
+                                 : compute::device_for_model(topo.device_model, "--topology");
+
+  std::uint64_t batch = 0;
+  const Cache::Prepared* prepared = nullptr;
+  std::optional<Cache::Prepared> from_trace;
+  if (has_model) {
+    const auto& m = zoo::find_model(*o.model, "--model");
+    if (!o.batch_per_device) throw ConfigError("--batch-per-device", "missing", "a positive batch");
+    batch = static_cast<std::uint64_t>(*o.batch_per_device);
+    const std::uint64_t seq = o.seq ? static_cast<std::uint64_t>(*o.seq) : 0;
+    const auto key = std::make_tuple(m.name, batch, seq);
+    auto it = cache_->zoo.find(key);
+    if (it == cache_->zoo.end()) {
+      const auto tr = zoo::generate(m, batch, seq);
+      it = cache_->zoo.emplace(key, Cache::Prepared{tr.name, tr.seq_len, trace::to_workload(tr)}).first;
+    }
+    prepared = &it->second;
+  } else {
+    auto tr = trace::load_trace(*o.trace);
+    batch = o.batch_per_device ? static_cast<std::uint64_t>(*o.batch_per_device) : tr.batch_per_replica;
+    scale_trace(tr, batch);
+    from_trace = Cache::Prepared{tr.name, tr.seq_len, trace::to_workload(tr)};
+    prepared = &*from_trace;
+  }
+  const step::Workload& w = prepared->workload;
+  const std::uint64_t trace_collectives = w.recorded_collectives();
+  c.strategy = strategy.value_or(trace_collectives > 0 ? step::Strategy::trace : step::Strategy::replicated);
+  const bool replay = c.strategy == step::Strategy::trace;
+
+  // Replay: the job the trace recorded spans its largest collective group (a larger group than
+  // the topology is reported by the step model, naming the op).
+  std::uint64_t dp_default = topo.num_devices();
+  if (replay) {
+    std::uint64_t largest = 1;
+    for (const auto& op : w.recorded) {
+      if (op.collective) largest = std::max<std::uint64_t>(largest, op.collective->group_size);
+    }
+    dp_default = std::min<std::uint64_t>(largest, topo.num_devices());
+  }
+  c.dp = o.dp.value_or(dp_default);
+  if (c.dp > topo.num_devices()) {
+    throw ConfigError("--dp", fmt::format("{} ranks on a topology of {} devices", c.dp, topo.num_devices()),
+                      "at most the topology's device count");
+  }
+  c.shard_group = o.shard_group.value_or(0);
+  step::validate(c);
+
+  // A recorded collective has no dtype in the native trace: it is costed with the element size
+  // of `shardsim collective` (CollectiveOp's default), so both commands give the same time.
+  // --profile (shardsim calibrate): collectives run on the calibrated topology, with the
+  // profile's alpha as step overhead (calib::apply_profile, as `shardsim collective` does).
+  const calib::AppliedProfile* applied = nullptr;
+  if (o.profile && !o.profile->empty()) {
+    const auto key = std::make_pair(o.topology, *o.profile);
+    auto it = cache_->profiles.find(key);
+    if (it == cache_->profiles.end()) {
+      auto p = std::make_unique<calib::AppliedProfile>(
+          calib::apply_profile(topo, calib::load_profile(*o.profile), {}, "--profile"));
+      it = cache_->profiles.emplace(key, std::move(p)).first;
+    }
+    applied = it->second.get();
+  }
+  const topo::Topology& comm_topo = applied ? applied->topology : topo;
+  const std::uint32_t element_bytes = replay ? coll::CollectiveOp{}.element_bytes : 2;
+  auto& comm_slot = cache_->comms[{&comm_topo, fidelity, o.algorithm, element_bytes}];
+  if (!comm_slot) {
+    comm_slot = std::make_unique<step::TopologyComm>(comm_topo, fidelity, o.algorithm,
+                                                     applied ? applied->cost : coll::CostParams{}, element_bytes);
+  }
+  step::TopologyComm& comm = *comm_slot;
+  const std::size_t evaluations_before = comm.evaluations();
+
+  StepReport r;
+  r.result = step::simulate_step(w, dev, c, comm);
+  r.options = o;
+  r.options.strategy = r.result.strategy;
+  r.model = prepared->name;
+  r.topology = topo.name;
+  r.device = dev.name;
+  r.optimizer = c.optimizer->name;
+  r.precision = opt::to_string(c.precision);
+  r.dp = c.dp;
+  r.batch_per_device = batch;
+  r.grad_accum = c.grad_accum;
+  r.seq = prepared->seq;
+  r.params = w.parameter_count();
+  r.collective_evaluations = comm.evaluations() - evaluations_before;
+  r.trace_collectives = trace_collectives;
+  r.dropped_trace_collectives = replay ? 0 : w.dropped_collectives;
+  return r;
+}
+
+json to_json(const StepReport& rep) {
+  const auto& r = rep.result;
+  json out;
+  out["strategy"] = r.strategy;
+  out["model"] = rep.model;
+  out["topology"] = rep.topology;
+  if (rep.options.profile && !rep.options.profile->empty()) out["profile"] = *rep.options.profile;
+  out["device"] = rep.device;
+  out["dp"] = rep.dp;
+  out["optimizer"] = rep.optimizer;
+  out["precision"] = rep.precision;
+  out["batch_per_device"] = rep.batch_per_device;
+  out["seq"] = rep.seq;
+  out["params"] = rep.params;
+  out["fits"] = r.fits;
+  // Never a plain time for a configuration that does not fit (issue 3): the time it would
+  // take is kept under its own name.
+  out["step_time_s"] = r.fits ? json(r.step_time_s) : json(nullptr);
+  out["mfu"] = r.fits ? json(r.mfu) : json(nullptr);
+  out["time_if_it_fit_s"] = r.step_time_s;
+  out["forward_s"] = r.forward_s;
+  out["backward_s"] = r.backward_s;
+  out["exposed_comm_s"] = r.exposed_comm_s;
+  out["update_s"] = r.update_s;
+  out["comm_s"] = r.comm_s;
+  out["comm_bytes"] = r.comm_bytes;
+  out["collectives"] = r.collectives;
+  out["collective_evaluations"] = rep.collective_evaluations;
+  out["ranks"] = r.ranks;                      // devices in the step
+  out["ranks_simulated"] = r.ranks_simulated;  // distinct rank graphs executed (1: folded)
+  out["events"] = r.events;
+  out["samples_per_s"] =
+      r.fits ? json(static_cast<double>(rep.batch_per_device * rep.grad_accum * rep.dp) / r.step_time_s) : json(nullptr);
+  out["padding_elements"] = r.padding_elements;
+  out["padding_fraction"] = r.padding_fraction;
+  out["updated_elements"] = r.updated_elements;
+  out["hbm_bytes"] = r.hbm_bytes;
+  out["memory_bytes"] = memory_json(r.memory);
+  out["trace_collectives"] = rep.trace_collectives;
+  out["dropped_trace_collectives"] = rep.dropped_trace_collectives;
+  out["config"] = to_json(rep.options);
+  return out;
+}
+
+CompareOptions parse_compare_options(const json& j) {
+  if (!j.is_object()) throw ConfigError("compare", j.dump(), "an object of flags");
+  if (j.contains("strategy")) throw ConfigError("compare", "unknown flag 'strategy'", "--strategies");
+  CompareOptions o;
+  o.step = parse_step_options(j, {"strategies"});
+  if (j.contains("strategies") && !j.at("strategies").is_null()) {
+    if (!j.at("strategies").is_string()) throw ConfigError("--strategies", j.at("strategies").dump(), "a string");
+    o.strategies = j.at("strategies").get<std::string>();
+  }
+  return o;
+}
+
+json run_compare(const CompareOptions& o) {
+  if (o.step.strategy) throw ConfigError("compare", "unknown flag 'strategy'", "--strategies");
+  const auto names = parse_strategies(o.strategies);
+  // The baseline is replicated, computed even when not listed.
+  StepOptions rep_options = o.step;
+  rep_options.strategy = "replicated";
+  const json rep = to_json(run_step(rep_options));
+  json out = json::array();
+  for (const auto& n : names) {
+    StepOptions f = o.step;
+    f.strategy = n;
+    json r = n == "replicated" ? rep : to_json(run_step(f));
+    const bool both = rep.at("fits").get<bool>() && r.at("fits").get<bool>();
+    r["speedup_vs_replicated"] = both ? json(rep.at("step_time_s").get<double>() / r.at("step_time_s").get<double>()) : json(nullptr);
+    out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace shardsim::analysis
