@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "analysis/calibration/profile.hpp"
+#include "analysis/scenario/step_parallel.hpp"
 #include "models/strategy/strategy.hpp"
 #include "models/step/topology_comm.hpp"
 #include "sim/error.hpp"
@@ -126,6 +127,15 @@ StepReport StepRunner::run(const StepOptions& o, bool record_timeline) {
   }
   const auto& dev = named_device ? compute::find_device(*o.device, "--device")
                                  : compute::device_for_model(topo.device_model, "--topology");
+  if (o.mesh) {  // a transformer on a device mesh (step_parallel.hpp)
+    auto& slot = cache_->comms[{&topo, fidelity, o.algorithm, 2}];
+    if (!slot) slot = std::make_unique<step::TopologyComm>(topo, fidelity, o.algorithm, coll::CostParams{}, 2);
+    const std::size_t before = slot->evaluations();
+    StepReport r = detail::run_parallel_step(o, topo, dev, *slot, record_timeline);
+    r.collective_evaluations = slot->evaluations() - before;
+    return r;
+  }
+  detail::reject_mesh_only(o);
 
   std::uint64_t batch = 0;
   const Cache::Prepared* prepared = nullptr;
@@ -258,6 +268,7 @@ json to_json(const StepReport& rep) {
   out["trace_collectives"] = rep.trace_collectives;
   out["dropped_trace_collectives"] = rep.dropped_trace_collectives;
   out["config"] = to_json(rep.options);
+  if (rep.parallel) out["parallel"] = detail::parallel_json(*rep.parallel);
   return out;
 }
 

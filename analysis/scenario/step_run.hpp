@@ -11,13 +11,27 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "analysis/scenario/step_options.hpp"
+#include "models/step/parallel_graphs.hpp"
 #include "models/step/step.hpp"
 
 namespace shardsim::analysis {
+
+/// What a --mesh step adds (models/step/parallel_graphs.hpp): the layout, each axis's time
+/// on the slowest rank, every simulated rank's, and memory per pipeline stage.
+struct ParallelReport {
+  parallel::MeshSizes mesh;
+  std::string order, schedule, recompute, fold;
+  std::uint64_t micro_batch = 1, micro_batches = 1, global_batch = 0;
+  bool sequence_parallel = false, uneven_stages = false;
+  step::ParallelRankTimes slowest;
+  std::vector<step::ParallelRankTimes> per_rank;
+  parallel::ParallelMemoryReport memory;
+};
 
 struct StepReport {
   StepOptions options;          ///< effective: `strategy` is the one run (a default depends on the trace)
@@ -27,6 +41,7 @@ struct StepReport {
   std::uint64_t trace_collectives = 0;       ///< collectives the workload recorded
   std::uint64_t dropped_trace_collectives = 0;  ///< recorded ones replaced by a weight-update strategy
   step::StepResult result;      ///< result.timeline is filled when run with record_timeline
+  std::optional<ParallelReport> parallel;  ///< set for a --mesh step
 };
 
 /// Runs steps, keeping what several of them share: topologies (by spec), the collective
