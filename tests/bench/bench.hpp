@@ -38,5 +38,6 @@ void bench_event_queue();
 void bench_collectives(bool large);
 void bench_step();
 void bench_sweep();
+void bench_parallel();
 
 }  // namespace shardsim::bench

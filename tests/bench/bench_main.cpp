@@ -1,4 +1,4 @@
-// shardsim_bench [--quick] [queue] [flow] [step] [sweep]: prints figures for the performance
+// shardsim_bench [--quick] [queue] [flow] [step] [sweep] [parallel]: prints figures for the performance
 // targets of issues 2 and 3 (all sections unless some are named; --quick skips 128x128).
 #include <fmt/format.h>
 #include <sys/resource.h>
@@ -23,10 +23,10 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--quick") {
       large = false;
-    } else if (a == "queue" || a == "flow" || a == "step" || a == "sweep") {
+    } else if (a == "queue" || a == "flow" || a == "step" || a == "sweep" || a == "parallel") {
       only.insert(a);
     } else {
-      fmt::print(stderr, "shardsim_bench: unknown argument '{}'; expected --quick or a section: queue, flow, step, sweep\n", a);
+      fmt::print(stderr, "shardsim_bench: unknown argument '{}'; expected --quick or a section: queue, flow, step, sweep, parallel\n", a);
       return 2;
     }
   }
@@ -35,5 +35,6 @@ int main(int argc, char** argv) {
   if (want("flow")) shardsim::bench::bench_collectives(large);
   if (want("step")) shardsim::bench::bench_step();
   if (want("sweep")) shardsim::bench::bench_sweep();
+  if (want("parallel")) shardsim::bench::bench_parallel();
   return 0;
 }

@@ -8,6 +8,7 @@
 
 #include "analysis/plan/mesh_plan.hpp"
 #include "models/parallel/memory_stage.hpp"
+#include "traces/models/model_config.hpp"
 #include "sim/error.hpp"
 
 using namespace shardsim::plan;
@@ -99,6 +100,13 @@ TEST_CASE("Llama-3.1 405B (config.json) on dgx-h100-1024: tp inside a node, pp a
   CHECK(best.tp <= 8);
   CHECK(best.pp >= 8);
   CHECK(126 % best.pp != 0);
+}
+
+TEST_CASE("llama-3-405b/config.json: 406B parameters (tests/data/models/SOURCE.txt), within 1 %") {
+  const auto m = shardsim::models::resolve_model(kModels + "llama-3-405b/config.json", "--model");
+  CHECK(m.layers == 126);
+  CHECK(m.kv_heads == 8);
+  CHECK(m.parameter_count() == doctest::Approx(406e9).epsilon(0.01));
 }
 
 TEST_CASE("stage_layers: the Llama 3 rule, one layer fewer on the first and last stages") {
