@@ -167,12 +167,16 @@ class Instantiator {
   }
 
   std::uint32_t group_index(Role role, std::uint64_t rank) {
+    // Memo by (role, rank): a step asks once per collective op and simulated member.
+    auto& memo = rank_group_[static_cast<std::size_t>(role)];
+    if (memo.empty()) memo.assign(mesh_.devices(), kNone);
+    if (memo[rank] != kNone) return memo[rank];
     const auto pg = mesh_.group_of(detail::role_axes(role), rank);
-    if (auto it = groups_.find(pg.id); it != groups_.end()) return it->second;
+    if (auto it = groups_.find(pg.id); it != groups_.end()) return memo[rank] = it->second;
     std::vector<int> rs(pg.ranks.begin(), pg.ranks.end());
     const auto gi = g_.add_group({fmt::format("{} {}", pg.axes, pg.id & 0xffffffffULL), rs});
     groups_.emplace(pg.id, gi);
-    return gi;
+    return memo[rank] = gi;
   }
 
   double coll_time(coll::OpKind kind, std::uint64_t bytes, std::uint32_t gi) {
@@ -195,7 +199,9 @@ class Instantiator {
   const parallel::Mesh& mesh_;
   CommModel& comm_;
   TaskGraph& g_;
+  static constexpr std::uint32_t kNone = 0xffffffffU;
   std::map<std::uint64_t, std::uint32_t> groups_;
+  std::array<std::vector<std::uint32_t>, 5> rank_group_;  // by Role, by rank
   std::map<std::tuple<int, std::uint64_t, std::uint32_t>, double> times_;
   std::map<std::tuple<std::uint64_t, int, int>, double> p2p_;
 };
