@@ -1,6 +1,7 @@
 // shardsim plan: capacity planning over hardware presets, device counts and strategies
-// (analysis/plan/plan.hpp). Prints the Pareto set over (time to train, devices, cost) and
-// every rejected configuration with its reason; exits 3 when nothing is feasible.
+// (analysis/plan/plan.hpp) or, for a transformer (--search mesh, the default for one), over
+// every dp x tp x pp x cp x ep mesh (analysis/plan/mesh_plan.hpp). Prints the Pareto set over
+// (time to train, devices, cost) and the rejections; exits 3 when nothing is feasible.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -9,10 +10,12 @@
 
 #include "analysis/cli/command.hpp"
 #include "analysis/output/table.hpp"
+#include "analysis/plan/mesh_plan.hpp"
 #include "analysis/plan/plan.hpp"
 #include "analysis/plan/reliability.hpp"
 #include "models/optimizer/optimizer.hpp"
 #include "sim/error.hpp"
+#include "traces/models/model_config.hpp"
 #include "traces/zoo/zoo.hpp"
 #include "sim/units.hpp"
 
@@ -29,6 +32,7 @@ struct PlanCliOptions {
   bool reliability = false;
   std::string storage_bw, read_bw, restart = "10min", interval, goodput_csv;
   std::uint32_t per_host = 8;
+  std::string search = "auto", micro_batches;  // issue 13: the mesh search (mesh_plan.hpp)
 };
 
 // Goodput under failures of each Pareto candidate: checkpoint = the model state (weights and
@@ -99,6 +103,61 @@ std::string config_text(const plan::Candidate& c) {
   return s;
 }
 
+// `plan --search mesh` (the default for a transformer): factorizations of each device count.
+void run_mesh_plan(PlanCliOptions& o) {
+  const auto& d = o.req;
+  plan::MeshPlanRequest r;
+  r.model = d.model;
+  r.seq = d.seq;
+  r.tokens = d.tokens;
+  r.steps = d.steps;
+  r.global_batch = d.global_batch;
+  r.deadline_s = d.deadline_s;
+  r.budget_usd = d.budget_usd;
+  r.price_per_device_hour = d.price_per_device_hour;
+  r.hardware = d.hardware;
+  r.strategies = d.strategies;
+  r.max_devices = d.max_devices;
+  r.optimizer = d.optimizer;
+  r.precision = d.precision;
+  if (d.fidelity != "analytical") throw ConfigError("--fidelity", d.fidelity + " with --search mesh", "analytical");
+  if (!o.buckets.empty()) throw ConfigError("--buckets", o.buckets + " with --search mesh", "--search dp for bucket sizes");
+  if (!o.micro_batches.empty()) {
+    r.micro_batches.clear();
+    for (const auto& m : split(o.micro_batches)) {
+      r.micro_batches.push_back(static_cast<std::uint64_t>(units::parse_count(m, "--micro-batches")));
+    }
+  }
+  const auto p = plan::make_mesh_plan(r);
+  if (p.pareto.empty()) exit_status() = 3;
+  if (o.json) {
+    std::cout << plan::to_json(p).dump(2) << "\n";
+    return;
+  }
+  fmt::print("# plan: {} on {}, global batch {}, {} steps; {} meshes, {} steps simulated\n", d.model, o.hardware,
+             d.global_batch, p.steps, p.considered, p.simulated);
+  if (!p.pareto.empty()) {
+    analysis::Table t({"hardware", "devices", "mesh", "micro-batch", "schedule", "recompute", "strategy", "step",
+                       "time to train", "MFU", "tp comm", "pp bubble", "dp exposed", "memory/device", "cost USD"});
+    for (auto i : p.pareto) {
+      const auto& c = p.feasible[i];
+      t.add({c.hardware, std::to_string(c.devices), c.mesh + (c.sequence_parallel ? " sp" : ""),
+             std::to_string(c.micro_batch), c.schedule, c.recompute, c.strategy, units::format_seconds(c.step_time_s),
+             plan::format_duration(c.time_to_train_s), fmt::format("{:.1f}%", 100 * c.mfu),
+             units::format_seconds(c.tp_comm_s), units::format_seconds(c.pp_bubble_s),
+             units::format_seconds(c.dp_exposed_s), units::format_bytes(static_cast<std::uint64_t>(c.memory_peak_bytes)),
+             c.cost_usd ? fmt::format("{:.0f}", *c.cost_usd) : "-"});
+    }
+    fmt::print("Pareto set over (time to train, devices, cost): {} of {} simulated configurations\n{}", p.pareto.size(),
+               p.feasible.size(), t.str());
+  }
+  if (!p.rejected.empty()) {
+    fmt::print("\nRejected, by cause:\n");
+    for (const auto& g : p.rejected) fmt::print("  {} x {}; e.g. {}\n", g.count, g.cause, g.example);
+  }
+  if (p.pareto.empty()) fmt::print(stderr, "plan: no feasible configuration (every one is rejected above)\n");
+}
+
 void run_plan(PlanCliOptions& o) {
   auto& r = o.req;
   if (!o.tokens.empty()) r.tokens = plan::parse_tokens(o.tokens, "--tokens");
@@ -108,6 +167,24 @@ void run_plan(PlanCliOptions& o) {
   if (o.price > 0) r.price_per_device_hour = o.price;
   r.hardware = split(o.hardware);
   r.strategies = split(o.strategies);
+  if (o.search != "auto" && o.search != "dp" && o.search != "mesh") {
+    throw ConfigError("--search", o.search, "auto, dp or mesh");
+  }
+  // auto: the mesh search for a transformer (a zoo transformer or a config.json), else dp.
+  bool mesh = o.search == "mesh";
+  if (o.search == "auto") {
+    try {
+      models::resolve_model(r.model, "--model");
+      mesh = true;
+    } catch (const ConfigError&) {
+      mesh = false;
+    }
+  }
+  if (mesh) {
+    run_mesh_plan(o);
+    return;
+  }
+  if (!o.micro_batches.empty()) throw ConfigError("--micro-batches", "with --search dp", "--search mesh");
   if (!o.buckets.empty()) {
     r.bucket_bytes.clear();
     for (const auto& b : split(o.buckets)) r.bucket_bytes.push_back(units::parse_bytes(b, "--buckets"));
@@ -171,7 +248,7 @@ void run_plan(PlanCliOptions& o) {
 void setup_plan(CLI::App& root) {
   auto o = std::make_shared<PlanCliOptions>();
   auto* sub = root.add_subcommand("plan", "Capacity planning: devices, strategy, time to train and cost (Pareto set)");
-  sub->add_option("--model,-m", o->req.model, "Zoo model (shardsim list models)")->required();
+  sub->add_option("--model,-m", o->req.model, "Zoo model (shardsim list models) or a config.json (--search mesh)")->required();
   sub->add_option("--seq", o->req.seq, "Sequence length (default: the model's)");
   auto* tok = sub->add_option("--tokens", o->tokens, "Training tokens: 300B, 2T, 3e11");
   auto* steps = sub->add_option("--steps", o->steps, "Training steps")->check(CLI::PositiveNumber);
@@ -196,6 +273,11 @@ void setup_plan(CLI::App& root) {
   sub->add_option("--checkpoint-interval", o->interval, "--reliability: compute between checkpoints (default: Daly's optimum)");
   sub->add_option("--goodput-csv", o->goodput_csv, "--reliability: write devices,interval_s,goodput rows to this CSV");
   sub->add_option("--devices-per-host", o->per_host, "--reliability: devices per host (default 8)")->check(CLI::PositiveNumber);
+  sub->add_option("--search", o->search,
+                  "auto | dp | mesh: dp searches devices x strategy x bucket with every device in one data-parallel "
+                  "group; mesh every dp x tp x pp x cp x ep factorization with micro-batch, schedule, recompute and "
+                  "strategy (auto: mesh for a transformer)");
+  sub->add_option("--micro-batches", o->micro_batches, "--search mesh: micro-batch sizes to search (default 1,2,4,8)");
   sub->add_flag("--json", o->json, "Print JSON (config, steps, pareto, dominated, rejected)");
   sub->callback([o] { run_plan(*o); });
 }

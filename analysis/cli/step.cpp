@@ -63,6 +63,22 @@ std::string describe_step(const json& r) {
                      units::format_seconds(q.at("p50").get<double>()), units::format_seconds(q.at("p90").get<double>()),
                      units::format_seconds(q.at("p99").get<double>()), units::format_seconds(q.at("max").get<double>()));
   }
+  if (r.contains("parallel")) {  // a --mesh step: where the time went, per axis; memory per stage
+    const auto& p = r.at("parallel");
+    const auto& a = p.at("axes");
+    auto sec = [&](const char* k) { return units::format_seconds(a.at(k).get<double>()); };
+    s += fmt::format("mesh dp={} tp={} pp={} cp={} ep={}, {}, recompute {}, {} micro-batches of {}: tp comm {}, "
+                     "pp bubble {}, exposed dp {}, ep all-to-all {}, exposed cp {}\n",
+                     p.at("mesh").at("dp").get<std::uint64_t>(), p.at("mesh").at("tp").get<std::uint64_t>(),
+                     p.at("mesh").at("pp").get<std::uint64_t>(), p.at("mesh").at("cp").get<std::uint64_t>(),
+                     p.at("mesh").at("ep").get<std::uint64_t>(), p.at("schedule").get<std::string>(),
+                     p.at("recompute").get<std::string>(), p.at("micro_batches").get<std::uint64_t>(),
+                     p.at("micro_batch").get<std::uint64_t>(), sec("tp_comm_s"), sec("pp_bubble_s"), sec("dp_exposed_s"),
+                     sec("ep_alltoall_s"), sec("cp_exposed_s"));
+    std::string peaks;
+    for (const auto& st : p.at("stages")) peaks += (peaks.empty() ? "" : ", ") + gib(st.at("memory_bytes").at("peak"));
+    s += "peak memory per stage: " + peaks + "\n";
+  }
   if (r.at("strategy") == "trace") {
     s += fmt::format("replayed {} recorded collectives: communication {} in all\n", r.at("collectives").get<std::uint64_t>(),
                      units::format_seconds(r.at("comm_s").get<double>()));

@@ -25,6 +25,8 @@ inline void add_step_flags(CLI::App* sub, analysis::StepOptions& o, const std::v
           using V = std::decay_t<decltype(v)>;
           if constexpr (std::is_same_v<V, bool>) {
             sub->add_flag(name, v, s.help);
+          } else if constexpr (std::is_same_v<V, std::optional<bool>>) {
+            sub->add_flag_function(name, [&v](std::int64_t) { v = true; }, s.help);
           } else if constexpr (std::is_same_v<V, std::string> || std::is_same_v<V, std::uint64_t>) {
             sub->add_option(name, v, s.help);
           } else {

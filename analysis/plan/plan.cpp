@@ -45,24 +45,6 @@ double parse_scaled(const std::string& text, const std::vector<std::pair<std::st
   return -1;
 }
 
-/// Sized presets of a family (names end in their device count), or the name itself.
-std::vector<std::string> expand_hardware(const std::string& name, std::uint64_t max_devices) {
-  const auto& fams = topo::preset_families();
-  std::vector<std::string> out;
-  for (const auto& f : fams) {
-    if (f.name != name) continue;
-    if (!f.sized) return {name};
-    for (const auto& p : topo::preset_names()) {
-      if (p.rfind(name + "-", 0) != 0) continue;
-      const std::string count = p.substr(name.size() + 1);
-      if (count.find_first_not_of("0123456789") != std::string::npos) continue;
-      if (max_devices == 0 || std::stoull(count) <= max_devices) out.push_back(p);
-    }
-    return out;
-  }
-  return {name};
-}
-
 std::uint64_t largest_divisor_up_to_sqrt(std::uint64_t n) {
   std::uint64_t best = 1;
   for (std::uint64_t d = 2; d * d <= n; ++d) {
@@ -83,6 +65,44 @@ std::string not_fit_reason(const step::StepResult& r, std::uint32_t accum, std::
 }
 
 }  // namespace
+
+std::vector<std::string> expand_hardware(const std::string& name, std::uint64_t max_devices) {
+  const auto& fams = topo::preset_families();
+  std::vector<std::string> out;
+  for (const auto& f : fams) {
+    if (f.name != name) continue;
+    if (!f.sized) return {name};
+    for (const auto& p : topo::preset_names()) {
+      if (p.rfind(name + "-", 0) != 0) continue;
+      const std::string count = p.substr(name.size() + 1);
+      if (count.find_first_not_of("0123456789") != std::string::npos) continue;
+      if (max_devices == 0 || std::stoull(count) <= max_devices) out.push_back(p);
+    }
+    return out;
+  }
+  return {name};
+}
+
+std::vector<std::size_t> pareto_front(const std::vector<Objectives>& v) {
+  // O(n^2): a few thousand candidates at most.
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const auto& a = v[i];
+    bool dominated = false;
+    for (std::size_t j = 0; j < v.size() && !dominated; ++j) {
+      const auto& b = v[j];
+      if (j == i) continue;
+      const bool no_worse = b.time_s <= a.time_s && b.devices <= a.devices && b.cost <= a.cost;
+      const bool better = b.time_s < a.time_s || b.devices < a.devices || b.cost < a.cost;
+      dominated = no_worse && (better || j < i);  // exact ties: the first in search order stays
+    }
+    if (!dominated) out.push_back(i);
+  }
+  std::stable_sort(out.begin(), out.end(), [&](std::size_t x, std::size_t y) {
+    return v[x].time_s != v[y].time_s ? v[x].time_s < v[y].time_s : v[x].devices < v[y].devices;
+  });
+  return out;
+}
 
 double parse_tokens(const std::string& text, const std::string& where) {
   const std::string expected = "a token count such as 300B, 2T, 1.5M or 3e11";
@@ -233,29 +253,18 @@ PlanResult make_plan(const PlanRequest& r) {
     }
   }
 
-  // Pareto set over (time to train, devices, cost): O(feasible^2), a few thousand at most.
-  auto cost = [](const Candidate& c) { return c.cost_usd.value_or(0.0); };
+  std::vector<std::size_t> feasible;
+  std::vector<Objectives> obj;
   for (std::size_t i = 0; i < out.candidates.size(); ++i) {
-    const auto& a = out.candidates[i];
-    if (!a.feasible) continue;
-    bool dominated = false;
-    for (std::size_t j = 0; j < out.candidates.size() && !dominated; ++j) {
-      const auto& b = out.candidates[j];
-      if (j == i || !b.feasible) continue;
-      const bool no_worse = b.time_to_train_s <= a.time_to_train_s && b.devices <= a.devices && cost(b) <= cost(a);
-      const bool better = b.time_to_train_s < a.time_to_train_s || b.devices < a.devices || cost(b) < cost(a);
-      dominated = no_worse && (better || j < i);  // exact ties: the first in search order stays
-    }
-    if (!dominated) {
-      out.candidates[i].pareto = true;
-      out.pareto.push_back(i);
-    }
+    const auto& c = out.candidates[i];
+    if (!c.feasible) continue;
+    feasible.push_back(i);
+    obj.push_back({c.time_to_train_s, static_cast<double>(c.devices), c.cost_usd.value_or(0.0)});
   }
-  std::stable_sort(out.pareto.begin(), out.pareto.end(), [&](std::size_t x, std::size_t y) {
-    const auto& a = out.candidates[x];
-    const auto& b = out.candidates[y];
-    return a.time_to_train_s != b.time_to_train_s ? a.time_to_train_s < b.time_to_train_s : a.devices < b.devices;
-  });
+  for (const auto k : pareto_front(obj)) {
+    out.candidates[feasible[k]].pareto = true;
+    out.pareto.push_back(feasible[k]);
+  }
   return out;
 }
 

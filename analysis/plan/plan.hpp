@@ -71,6 +71,18 @@ PlanResult make_plan(const PlanRequest& r);
 
 nlohmann::json to_json(const PlanResult& p);
 
+/// What the Pareto set is over: time to train, devices, cost (0 when no price).
+struct Objectives {
+  double time_s = 0, devices = 0, cost = 0;
+};
+/// Indices of the points no other point is no worse than in all three and better in one (among
+/// exact ties the first), sorted by time then devices. O(n^2).
+std::vector<std::size_t> pareto_front(const std::vector<Objectives>& v);
+
+/// Sized presets of a family (names end in their device count) up to `max_devices` (0: all),
+/// or the name itself.
+std::vector<std::string> expand_hardware(const std::string& name, std::uint64_t max_devices);
+
 /// "300B" (1e9), "2T", "5e11", "1.5M" tokens; ConfigError naming `where`.
 double parse_tokens(const std::string& text, const std::string& where);
 /// "30d", "12h", "90min", or seconds with the units ps ns us ms s ("3600s"); unlike

@@ -1,2 +1,2 @@
 list(APPEND SHARDSIM_ANALYSIS_SOURCES ${CMAKE_CURRENT_LIST_DIR}/scenario.cpp ${CMAKE_CURRENT_LIST_DIR}/step_options.cpp
-     ${CMAKE_CURRENT_LIST_DIR}/step_run.cpp)
+     ${CMAKE_CURRENT_LIST_DIR}/step_run.cpp ${CMAKE_CURRENT_LIST_DIR}/step_parallel.cpp)

@@ -77,8 +77,6 @@ const std::vector<StepOptionSpec>& step_option_table() {
       {"no-defer", "", &S::no_defer, "sharded: all-gather at step end, not in the next forward", ""},
       {"no-fusion", "", &S::no_fusion, "sharded: one padded buffer per tensor", ""},
       {"no-prefetch", "", &S::no_prefetch, "zero3: no prefetch of the next unit's all-gather", ""},
-      {"no-flash-attention", "", &S::no_flash_attention,
-       "Unfused attention: the s^2 scores stored and timed (default: flash for decoders)", ""},
       {"faults", "", &S::faults,
        "Link/NIC faults, ';'-separated: link:A-B:FRACTION, nic:DEVICE:FRACTION, down:A-B, down:nic:DEVICE", ""},
       {"compute-jitter", "", &S::compute_jitter,
@@ -91,6 +89,19 @@ const std::vector<StepOptionSpec>& step_option_table() {
        "even (default): every rank --batch-per-device; speed: the global batch split in proportion to device speed", ""},
       {"samples", "", &S::samples, "Steps to sample: reports the mean and p50/p90/p99/max step time",
        "a positive number of steps"},
+      {"mesh", "", &S::mesh,
+       "Parallel mesh dp=..,tp=..,pp=..[,cp=..,ep=..] (dp derived from the devices when omitted); --model then takes a "
+       "zoo transformer or a config.json",
+       ""},
+      {"micro-batch", "", &S::micro_batch, "--mesh: samples per micro-batch (default 1)", "a positive micro-batch size"},
+      {"global-batch", "", &S::global_batch, "--mesh: samples per step (default: one micro-batch per replica)",
+       "a positive global batch"},
+      {"schedule", "", &S::schedule, "--mesh: pipeline schedule gpipe | 1f1b | interleaved:V", ""},
+      {"recompute", "", &S::recompute, "--mesh: activation recomputation none | selective | full", ""},
+      {"sequence-parallel", "", &S::sequence_parallel, "--mesh: Megatron sequence parallelism", ""},
+      {"uneven-stages", "", &S::uneven_stages, "--mesh: allow a pp that does not divide the layers (Llama 3 rule)", ""},
+      {"no-flash-attention", "", &S::no_flash_attention, "Unfused attention: the s^2 scores stored and timed (default: flash for decoder models)",
+       ""},
   };
   return table;
 }
@@ -104,7 +115,8 @@ std::vector<std::string> step_option_keys() {
 std::string type_name(const StepOptionSpec& s) {
   return std::visit(Overload{[](std::string S::*) { return "string"; },
                              [](std::optional<std::string> S::*) { return "string"; },
-                             [](bool S::*) { return "flag"; }, [](std::uint64_t S::*) { return "count"; },
+                             [](bool S::*) { return "flag"; }, [](std::optional<bool> S::*) { return "flag"; },
+                             [](std::uint64_t S::*) { return "count"; },
                              [](std::optional<std::uint64_t> S::*) { return "count"; },
                              [](std::optional<double> S::*) { return "number"; }},
                     s.field);
@@ -140,6 +152,10 @@ StepOptions parse_step_options(const json& j, const std::vector<std::string>& sk
                           if (!v.is_boolean()) throw ConfigError(flag(s), v.dump(), "true or false");
                           o.*m = v.get<bool>();
                         },
+                        [&](std::optional<bool> S::*m) {
+                          if (!v.is_boolean()) throw ConfigError(flag(s), v.dump(), "true or false");
+                          if (v.get<bool>()) o.*m = true;  // false is unset, as on the command line
+                        },
                         [&](std::uint64_t S::*m) { o.*m = static_cast<std::uint64_t>(count_value(s, v)); },
                         [&](std::optional<std::uint64_t> S::*m) { o.*m = static_cast<std::uint64_t>(count_value(s, v)); },
                         [&](std::optional<double> S::*m) { o.*m = count_value(s, v); }},
@@ -173,7 +189,7 @@ json to_json(const StepOptions& o) {
           const auto& v = o.*m;
           using V = std::decay_t<decltype(v)>;
           if constexpr (std::is_same_v<V, std::optional<std::string>> || std::is_same_v<V, std::optional<std::uint64_t>> ||
-                        std::is_same_v<V, std::optional<double>>) {
+                        std::is_same_v<V, std::optional<double>> || std::is_same_v<V, std::optional<bool>>) {
             if (v) j[s.key] = *v;
           } else {
             j[s.key] = v;

@@ -50,7 +50,6 @@ struct StepOptions {
   bool no_defer = false;
   bool no_fusion = false;
   bool no_prefetch = false;
-  bool no_flash_attention = false;  ///< unfused attention (default: flash for decoder models)
   // Issue 16: non-uniform clusters (models/step/variation.hpp, topologies/faults.hpp).
   std::optional<std::string> faults;          ///< link/NIC faults: link:A-B:0.5;down:A-B
   std::optional<std::string> compute_jitter;  ///< lognormal:S, normal:S or a histogram file
@@ -59,6 +58,16 @@ struct StepOptions {
   std::optional<std::uint64_t> samples;       ///< steps to sample; default 1
   std::optional<std::string> rank_devices;    ///< RANKS:DEVICE[,...]: heterogeneous ranks
   std::optional<std::string> batch_split;     ///< even (default) | speed
+  // Parallel layout (issue 13; models/step/parallel_graphs.hpp): with --mesh the step is a
+  // transformer (--model: zoo name or config.json) on a dp x tp x pp x cp x ep mesh.
+  std::optional<std::string> mesh;          ///< "dp=16,tp=8,pp=8[,cp=..,ep=..]"; dp derived when omitted
+  std::optional<std::uint64_t> micro_batch; ///< with --mesh; default 1
+  std::optional<std::uint64_t> global_batch;  ///< with --mesh; default one micro-batch per replica
+  std::optional<std::string> schedule;      ///< gpipe | 1f1b | interleaved:V; default 1f1b
+  std::optional<std::string> recompute;     ///< none | selective | full; default none
+  std::optional<bool> sequence_parallel;    ///< flags of a mesh step: unset = off (not echoed)
+  std::optional<bool> uneven_stages;
+  std::optional<bool> no_flash_attention;
 };
 
 /// One row of the option table. `field` points at the StepOptions member; its type is the
@@ -66,7 +75,7 @@ struct StepOptions {
 struct StepOptionSpec {
   using Field = std::variant<std::string StepOptions::*, std::optional<std::string> StepOptions::*, bool StepOptions::*,
                              std::uint64_t StepOptions::*, std::optional<std::uint64_t> StepOptions::*,
-                             std::optional<double> StepOptions::*>;
+                             std::optional<double> StepOptions::*, std::optional<bool> StepOptions::*>;
   const char* key;          ///< JSON key and long flag (--key)
   const char* short_flag;   ///< "-m" or "" for none
   Field field;

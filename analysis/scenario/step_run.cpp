@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "analysis/calibration/profile.hpp"
+#include "analysis/scenario/step_parallel.hpp"
 #include "models/strategy/strategy.hpp"
 #include "models/step/topology_comm.hpp"
 #include "models/step/variation.hpp"
@@ -130,6 +131,15 @@ StepReport StepRunner::run(const StepOptions& o, bool record_timeline) {
   }
   const auto& dev = named_device ? compute::find_device(*o.device, "--device")
                                  : compute::device_for_model(topo.device_model, "--topology");
+  if (o.mesh) {  // a transformer on a device mesh (step_parallel.hpp)
+    auto& slot = cache_->comms[{&topo, fidelity, o.algorithm, 2}];
+    if (!slot) slot = std::make_unique<step::TopologyComm>(topo, fidelity, o.algorithm, coll::CostParams{}, 2);
+    const std::size_t before = slot->evaluations();
+    StepReport r = detail::run_parallel_step(o, topo, dev, *slot, record_timeline);
+    r.collective_evaluations = slot->evaluations() - before;
+    return r;
+  }
+  detail::reject_mesh_only(o);
 
   std::uint64_t batch = 0;
   const Cache::Prepared* prepared = nullptr;
@@ -139,10 +149,10 @@ StepReport StepRunner::run(const StepOptions& o, bool record_timeline) {
     if (!o.batch_per_device) throw ConfigError("--batch-per-device", "missing", "a positive batch");
     batch = static_cast<std::uint64_t>(*o.batch_per_device);
     const std::uint64_t seq = o.seq ? static_cast<std::uint64_t>(*o.seq) : 0;
-    const auto key = std::make_tuple(m.name, batch, seq, o.no_flash_attention);
+    const auto key = std::make_tuple(m.name, batch, seq, o.no_flash_attention.value_or(false));
     auto it = cache_->zoo.find(key);
     if (it == cache_->zoo.end()) {
-      const auto tr = zoo::generate(m, batch, seq, o.no_flash_attention ? std::optional<bool>(false) : std::nullopt);
+      const auto tr = zoo::generate(m, batch, seq, o.no_flash_attention.value_or(false) ? std::optional<bool>(false) : std::nullopt);
       it = cache_->zoo.emplace(key, Cache::Prepared{tr.name, tr.seq_len, trace::to_workload(tr)}).first;
     }
     prepared = &it->second;
@@ -313,6 +323,7 @@ json to_json(const StepReport& rep) {
                                     {"p99", rep.samples->p99_s}, {"max", rep.samples->max_s}};
   }
   out["config"] = to_json(rep.options);
+  if (rep.parallel) out["parallel"] = detail::parallel_json(*rep.parallel);
   return out;
 }
 

@@ -16,9 +16,22 @@
 #include <vector>
 
 #include "analysis/scenario/step_options.hpp"
+#include "models/step/parallel_graphs.hpp"
 #include "models/step/step.hpp"
 
 namespace shardsim::analysis {
+
+/// What a --mesh step adds (models/step/parallel_graphs.hpp): the layout, each axis's time
+/// on the slowest rank, every simulated rank's, and memory per pipeline stage.
+struct ParallelReport {
+  parallel::MeshSizes mesh;
+  std::string order, schedule, recompute, fold;
+  std::uint64_t micro_batch = 1, micro_batches = 1, global_batch = 0;
+  bool sequence_parallel = false, uneven_stages = false;
+  step::ParallelRankTimes slowest;
+  std::vector<step::ParallelRankTimes> per_rank;
+  parallel::ParallelMemoryReport memory;
+};
 
 struct StepReport {
   StepOptions options;          ///< effective: `strategy` is the one run (a default depends on the trace)
@@ -37,6 +50,7 @@ struct StepReport {
   std::optional<Samples> samples;
   /// --batch-split speed: samples per rank (JSON rank_batches); empty otherwise.
   std::vector<std::uint64_t> rank_batches;
+  std::optional<ParallelReport> parallel;  ///< set for a --mesh step
 };
 
 /// Runs steps, keeping what several of them share: topologies (by spec), the collective

@@ -68,27 +68,46 @@ std::uint64_t warmup(const PipelineSchedule& s, std::uint64_t p, std::uint64_t m
 
 }  // namespace
 
-double peak_weighted(const PipelineSchedule& s, std::uint64_t p, std::uint64_t m, std::uint64_t i,
-                     const std::vector<double>& weights) {
+std::vector<PipeOp> stage_order(const PipelineSchedule& s, std::uint64_t p, std::uint64_t m, std::uint64_t i) {
   const std::uint64_t v = chunks(s), total = m * v;
   // Interleaved order: groups of p micro-batches per chunk, chunks ascending for forwards and
-  // descending for backwards (get_model_chunk_id in Megatron-LM's schedules.py).
-  auto fchunk = [&](std::uint64_t k) { return v == 1 ? 0 : (k / p) % v; };
-  auto bchunk = [&](std::uint64_t k) { return v == 1 ? 0 : v - 1 - (k / p) % v; };
+  // descending for backwards (get_model_chunk_id, get_microbatch_id in Megatron-LM's
+  // schedules.py): virtual id k is chunk (k / p) mod v of micro-batch (k / (p v)) p + k mod p.
+  auto micro = [&](std::uint64_t k) { return v == 1 ? k : (k / (p * v)) * p + k % p; };
+  auto fchunk = [&](std::uint64_t k) { return static_cast<std::uint32_t>(v == 1 ? 0 : (k / p) % v); };
+  auto bchunk = [&](std::uint64_t k) { return static_cast<std::uint32_t>(v == 1 ? 0 : v - 1 - (k / p) % v); };
   const std::uint64_t w = warmup(s, p, m, i);
-  double live = 0, peak = 0;
+  std::vector<PipeOp> out;
+  out.reserve(2 * total);
   std::uint64_t f = 0, b = 0;
   auto fwd = [&] {
-    live += weights.at(fchunk(f++));
-    peak = std::max(peak, live);
+    out.push_back({true, fchunk(f), micro(f)});
+    ++f;
   };
-  auto bwd = [&] { live -= weights.at(bchunk(b++)); };
+  auto bwd = [&] {
+    out.push_back({false, bchunk(b), micro(b)});
+    ++b;
+  };
   while (f < w) fwd();
   while (f < total) {
     fwd();
     bwd();
   }
   while (b < total) bwd();
+  return out;
+}
+
+double peak_weighted(const PipelineSchedule& s, std::uint64_t p, std::uint64_t m, std::uint64_t i,
+                     const std::vector<double>& weights) {
+  double live = 0, peak = 0;
+  for (const auto& op : stage_order(s, p, m, i)) {
+    if (op.forward) {
+      live += weights.at(op.chunk);
+      peak = std::max(peak, live);
+    } else {
+      live -= weights.at(op.chunk);
+    }
+  }
   return peak;
 }
 

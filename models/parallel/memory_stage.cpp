@@ -43,7 +43,19 @@ const StageMemory& ParallelMemoryReport::worst() const {
                            [](const StageMemory& a, const StageMemory& b) { return a.peak < b.peak; });
 }
 
-void check_mesh_for_model(const ModelSpec& m, const MeshSizes& z, const PipelineSchedule& s, std::uint64_t seq) {
+std::vector<std::uint64_t> stage_layers(std::uint64_t layers, std::uint64_t pp) {
+  const std::uint64_t base = (layers + pp - 1) / pp;
+  std::vector<std::uint64_t> out(pp, base);
+  std::uint64_t extra = base * pp - layers;
+  for (std::uint64_t k = 0; extra > 0; ++k, --extra) {
+    const std::uint64_t at = k % 2 == 0 ? k / 2 : pp - 1 - k / 2;
+    --out[at % pp];
+  }
+  return out;
+}
+
+void check_mesh_for_model(const ModelSpec& m, const MeshSizes& z, const PipelineSchedule& s, std::uint64_t seq,
+                          bool uneven_stages) {
   if (m.heads % z.tp != 0) {
     throw ConfigError("--mesh", fmt::format("tp={} does not divide the {} attention heads of {}", z.tp, m.heads, m.name),
                       "a tp that divides the number of heads");
@@ -59,6 +71,9 @@ void check_mesh_for_model(const ModelSpec& m, const MeshSizes& z, const Pipeline
                                               s.virtual_stages, pv, m.layers, m.name),
                         "pp x virtual stages dividing the number of layers");
     }
+  } else if (uneven_stages && m.layers >= 2 * z.pp) {
+    // Any pp: stage_layers() balances them (at least two layers per stage, so that taking one
+    // from each end leaves every stage some).
   } else if (m.layers % z.pp != 0) {
     throw ConfigError("--mesh", fmt::format("pp={} does not divide the {} layers of {}", z.pp, m.layers, m.name),
                       "a pp that divides the number of layers");
@@ -167,9 +182,33 @@ memory::MemoryBreakdown states(const std::vector<opt::TensorShape>& tensors, con
   return memory::memory_per_device(mi);
 }
 
+std::vector<opt::TensorShape> stage_extras(const ModelSpec& m, std::uint64_t tp, std::uint64_t pp, std::uint64_t i) {
+  const std::uint64_t pad = 128 * tp;
+  const double vocab = d((m.vocab + pad - 1) / pad * pad), h = d(m.hidden), t = d(tp);
+  const bool first = i == 0, last = i + 1 == pp;
+  std::vector<opt::TensorShape> out;
+  if (first || (last && m.tied_embeddings)) out.push_back(mat(vocab / t, h));  // vocab-parallel
+  if (first && m.learned_positions) out.push_back(mat(d(m.max_positions), h));
+  if (last) {
+    out.push_back(vec(m.norm_params()));
+    if (!m.tied_embeddings) out.push_back(mat(h, vocab / t));
+  }
+  return out;
+}
+
 std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / (1024.0 * 1024.0 * 1024.0)); }
 
 }  // namespace
+
+ShardElements layer_shard_elements(const ModelSpec& m, std::uint64_t tp, std::uint64_t ep) {
+  std::vector<opt::TensorShape> dense, expert;
+  layer_shards(m, d(tp), ep, dense, expert);
+  return {elements(dense), elements(expert)};
+}
+
+double stage_extra_elements(const ModelSpec& m, std::uint64_t tp, std::uint64_t pp, std::uint64_t stage) {
+  return elements(stage_extras(m, tp, pp, stage));
+}
 
 ParallelMemoryReport parallel_memory(const ParallelMemoryInput& in) {
   if (in.model == nullptr) throw ConfigError("memory", "no model", "a model");
@@ -179,7 +218,7 @@ ParallelMemoryReport parallel_memory(const ParallelMemoryInput& in) {
   ParallelMemoryReport r;
   r.seq = in.seq != 0 ? in.seq : m.default_seq;
   if (r.seq == 0) throw ConfigError("--seq", "missing (the model has no default)", "a sequence length");
-  check_mesh_for_model(m, z, in.schedule, r.seq);
+  check_mesh_for_model(m, z, in.schedule, r.seq, in.uneven_stages);
   r.micro_batches = micro_batches(z, in.global_batch, in.micro_batch);
   const std::uint64_t p = z.pp, v = in.schedule.kind == ScheduleKind::interleaved ? in.schedule.virtual_stages : 1;
   if (v > 1 && r.micro_batches % p != 0) {
@@ -209,17 +248,16 @@ ParallelMemoryReport parallel_memory(const ParallelMemoryInput& in) {
   }
   r.layer_activation_bytes = layer_activation_bytes(m, a);
   const double t = d(z.tp);
-  const std::uint64_t layers_per_stage = m.layers / p, layers_per_chunk = layers_per_stage / v;
+  const auto per_stage = v == 1 ? stage_layers(m.layers, p) : std::vector<std::uint64_t>(p, m.layers / p);
 
   std::vector<opt::TensorShape> layer_dense, layer_expert;
   layer_shards(m, t, z.ep, layer_dense, layer_expert);
-  const std::uint64_t pad = 128 * z.tp;
-  const double vocab = d((m.vocab + pad - 1) / pad * pad);
   const double h = d(m.hidden);
 
   for (std::uint64_t i = 0; i < p; ++i) {
     StageMemory st;
     st.stage = i;
+    const std::uint64_t layers_per_stage = per_stage[i], layers_per_chunk = layers_per_stage / v;
     st.layers = layers_per_stage;
     std::vector<opt::TensorShape> dense, expert;
     for (std::uint64_t l = 0; l < layers_per_stage; ++l) {
@@ -227,12 +265,8 @@ ParallelMemoryReport parallel_memory(const ParallelMemoryInput& in) {
       expert.insert(expert.end(), layer_expert.begin(), layer_expert.end());
     }
     const bool first = i == 0, last = i + 1 == p;
-    if (first || (last && m.tied_embeddings)) dense.push_back(mat(vocab / t, h));  // vocab-parallel
-    if (first && m.learned_positions) dense.push_back(mat(d(m.max_positions), h));
-    if (last) {
-      dense.push_back(vec(m.norm_params()));
-      if (!m.tied_embeddings) dense.push_back(mat(h, vocab / t));
-    }
+    const auto extras = stage_extras(m, z.tp, p, i);
+    dense.insert(dense.end(), extras.begin(), extras.end());
     const auto sd = states(dense, in, dense_group);
     const auto se = states(expert, in, expert_group);
     st.params = sd.params + se.params;

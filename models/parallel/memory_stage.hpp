@@ -80,6 +80,18 @@ struct PipelineSchedule {
 /// "gpipe" | "1f1b" | "interleaved:V" (V >= 2); ConfigError naming `where`.
 PipelineSchedule schedule_from_string(const std::string& s, const std::string& where);
 
+/// One op of a stage's pipeline schedule: the forward or backward of micro-batch `micro` on
+/// the stage's model chunk `chunk` (0 unless interleaved).
+struct PipeOp {
+  bool forward = true;
+  std::uint32_t chunk = 0;
+  std::uint64_t micro = 0;
+};
+/// The order in which stage `i` of `p` runs the forwards and backwards of `m` micro-batches
+/// (Megatron-LM schedules.py; see above): 2 m v ops. GPipe: every forward, then every
+/// backward, both in micro-batch order. O(m v).
+std::vector<PipeOp> stage_order(const PipelineSchedule& s, std::uint64_t p, std::uint64_t m, std::uint64_t i);
+
 /// Peak chunk-micro-batches in flight on each stage (index = stage) when every chunk weighs
 /// the same; `m` micro-batches, `p` stages. For 1F1B: min(p - i, m).
 std::vector<std::uint64_t> in_flight(const PipelineSchedule& s, std::uint64_t p, std::uint64_t m);
@@ -131,6 +143,7 @@ struct ParallelMemoryInput {
   opt::Precision precision = opt::Precision::mixed;
   DpStrategy strategy;
   double hbm_bytes = 0;  ///< 0: no fit check
+  bool uneven_stages = false;  ///< allow a pp that does not divide the layers (stage_layers)
 };
 
 struct StageMemory {
@@ -171,8 +184,27 @@ struct ParallelMemoryReport {
 ///    micro-batches that is a multiple of pp (Megatron-LM's interleaved schedule)"
 ParallelMemoryReport parallel_memory(const ParallelMemoryInput& in);
 
-/// Validation alone (what parallel_memory checks first); the planner prunes with it.
-void check_mesh_for_model(const ModelSpec& m, const MeshSizes& mesh, const PipelineSchedule& s, std::uint64_t seq);
+/// Parameter elements one rank holds before the dp-axis strategy splits them: dense
+/// (replicated over dp x ep x cp) and expert (over dp x cp).
+struct ShardElements {
+  double dense = 0, expert = 0;
+};
+/// One transformer layer on one (tp, ep) rank (tensor-split matrices / t, experts E / ep).
+ShardElements layer_shard_elements(const ModelSpec& m, std::uint64_t tp, std::uint64_t ep);
+/// What stage `stage` of `pp` holds besides its layers: the vocabulary-parallel embedding and
+/// learned positions on the first, the final norm and output head (or tied copy) on the last.
+double stage_extra_elements(const ModelSpec& m, std::uint64_t tp, std::uint64_t pp, std::uint64_t stage);
+
+/// Validation alone (what parallel_memory checks first); the planner prunes with it. With
+/// `uneven_stages` a pp that does not divide the layers is accepted (1F1B and GPipe only).
+void check_mesh_for_model(const ModelSpec& m, const MeshSizes& mesh, const PipelineSchedule& s, std::uint64_t seq,
+                          bool uneven_stages = false);
+/// Layers of each of `pp` stages: layers / pp each when pp divides them; otherwise (uneven
+/// stages) ceil(layers / pp) each, less one layer for each stage taken alternately from the two
+/// ends (first, last, second, second to last, ...) until the total is right: the Llama 3 rule,
+/// "reducing one Transformer layer each from the first and the last stages" (Dubey et al.
+/// 2024, sec. 3.3.2), which puts 126 layers on 16 stages as 7, 8 x 14, 7.
+std::vector<std::uint64_t> stage_layers(std::uint64_t layers, std::uint64_t pp);
 /// Micro-batches per replica: global / (dp ep) / micro (dense data parallelism is dp x ep;
 /// context parallelism splits the sequence, not the batch).
 std::uint64_t micro_batches(const MeshSizes& mesh, std::uint64_t global_batch, std::uint64_t micro_batch);

@@ -56,7 +56,7 @@ struct AxisPlacement {
 /// use exactly the topology's devices. O(devices) per axis.
 std::vector<AxisPlacement> place(const Mesh& mesh, const TopologyShape& shape);
 
-/// Placement problems a planner rejects: tp groups (and cp groups) that leave the NVLink
+/// Placement problems a planner rejects: tp groups that leave the NVLink
 /// domain: "tp=16 leaves the NVLink domain of 8" (or, for a tp that would fit but is laid out
 /// with a stride, "tp=2 (stride 8) leaves the NVLink domain of 8"); tp on a torus spread over
 /// more than one dimension while one dimension could hold it: "tp=16 spans 2 torus dimensions

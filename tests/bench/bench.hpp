@@ -45,5 +45,6 @@ void bench_gpt3_steps(bool large);
 void bench_step();
 void bench_sweep();
 void bench_variation();
+void bench_parallel();
 
 }  // namespace shardsim::bench

@@ -1,6 +1,6 @@
-// shardsim_bench [--quick] [queue] [flow] [step] [sweep] [cluster] [variation]: prints figures for
-// the performance targets of issues 2, 3, 12 and 16 (all sections unless some are named; --quick
-// skips the 128x128 torus and the 16,384-GPU step). `cluster`: the three issue-12 benchmarks.
+// shardsim_bench [--quick] [queue] [flow] [step] [sweep] [cluster] [variation] [parallel]: prints
+// figures for the performance targets of issues 2, 3, 12, 13 and 16 (all sections unless some are
+// named; --quick skips the 128x128 torus and the 16,384-GPU step). `cluster`: the issue-12 ones.
 #include <fmt/format.h>
 #include <sys/resource.h>
 
@@ -24,10 +24,11 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--quick") {
       large = false;
-    } else if (a == "queue" || a == "flow" || a == "step" || a == "sweep" || a == "cluster" || a == "variation") {
+    } else if (a == "queue" || a == "flow" || a == "step" || a == "sweep" || a == "cluster" || a == "variation" ||
+               a == "parallel") {
       only.insert(a);
     } else {
-      fmt::print(stderr, "shardsim_bench: unknown argument '{}'; expected --quick or a section: queue, flow, step, sweep, cluster, variation\n", a);
+      fmt::print(stderr, "shardsim_bench: unknown argument '{}'; expected --quick or a section: queue, flow, step, sweep, cluster, variation, parallel\n", a);
       return 2;
     }
   }
@@ -41,5 +42,6 @@ int main(int argc, char** argv) {
     shardsim::bench::bench_groups();
   }
   if (want("variation")) shardsim::bench::bench_variation();
+  if (want("parallel")) shardsim::bench::bench_parallel();
   return 0;
 }

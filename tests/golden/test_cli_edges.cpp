@@ -157,7 +157,7 @@ TEST_CASE("a preset's device resolves alike in step and plan: dgx-a100 carries a
   REQUIRE(s.exit_code == 0);
   CHECK(nlohmann::json::parse(s.out).at("device") == "a100-80gb");
   // plan used to fail here with "--hardware: unknown device 'a100'".
-  const auto p = run_cli({"plan", "--model", "gpt3-125m", "--steps", "10", "--global-batch", "8", "--hardware",
+  const auto p = run_cli({"plan", "--search", "dp", "--model", "gpt3-125m", "--steps", "10", "--global-batch", "8", "--hardware",
                           "dgx-a100-8", "--strategies", "zero3", "--json"});
   CHECK(p.err.empty());
   REQUIRE(p.exit_code == 0);
@@ -168,10 +168,10 @@ TEST_CASE("a preset's device resolves alike in step and plan: dgx-a100 carries a
 }
 
 TEST_CASE("plan: a configuration that does not fit says what overflows and what the step would take") {
-  const auto p = run_cli({"plan", "--model", "gpt3-175b", "--steps", "1", "--global-batch", "8", "--hardware", "dgx-h100-8",
+  const auto p = run_cli({"plan", "--search", "dp", "--model", "gpt3-175b", "--steps", "1", "--global-batch", "8", "--hardware", "dgx-h100-8",
                           "--strategies", "replicated", "--buckets", "25MiB"});
   CHECK(p.exit_code == 3);  // nothing feasible
-  const auto j = run_cli({"plan", "--model", "gpt3-175b", "--steps", "1", "--global-batch", "8", "--hardware",
+  const auto j = run_cli({"plan", "--search", "dp", "--model", "gpt3-175b", "--steps", "1", "--global-batch", "8", "--hardware",
                           "dgx-h100-8", "--strategies", "replicated", "--buckets", "25MiB", "--json"});
   const auto rejected = nlohmann::json::parse(j.out).at("rejected");
   REQUIRE(rejected.size() == 1);

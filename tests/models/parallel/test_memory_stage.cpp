@@ -12,20 +12,14 @@
 #include "models/optimizer/optimizer.hpp"
 #include "models/parallel/memory_stage.hpp"
 #include "sim/error.hpp"
+#include "helpers.hpp"
 
 using namespace shardsim;
 using namespace shardsim::parallel;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using shardsim::parallel::test::error_of;
 
 // GPT-3 175B as Korthikanti et al. 2022, Table 3: 96 layers, h 12288, 96 heads, s 2048, GPT-2
 // vocabulary, learned positions, biases, LayerNorm, tied embeddings, dropout.

@@ -8,6 +8,7 @@
 #include "models/parallel/mesh.hpp"
 #include "models/parallel/placement.hpp"
 #include "sim/error.hpp"
+#include "helpers.hpp"
 #include "topologies/load.hpp"
 
 using namespace shardsim;
@@ -23,14 +24,7 @@ Groups ranks_of(const Mesh& m, const std::vector<Axis>& axes) {
   return g;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using shardsim::parallel::test::error_of;
 
 }  // namespace
 

@@ -1,0 +1,331 @@
+// The mesh search of mesh_plan.hpp (search space, pruning and sources there).
+#include "analysis/plan/mesh_plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "analysis/plan/plan.hpp"
+#include "models/compute/device.hpp"
+#include "models/parallel/layer_compute.hpp"
+#include "models/parallel/memory_stage.hpp"
+#include "models/parallel/placement.hpp"
+#include "models/step/parallel_graphs.hpp"
+#include "models/step/topology_comm.hpp"
+#include "sim/error.hpp"
+#include "topologies/presets.hpp"
+#include "traces/models/model_config.hpp"
+
+namespace shardsim::plan {
+namespace {
+
+using parallel::PipelineSchedule;
+using parallel::Recompute;
+using parallel::ScheduleKind;
+
+double d(std::uint64_t v) { return static_cast<double>(v); }
+
+// A candidate that passed the cheap checks, waiting for simulation.
+struct Pending {
+  step::ParallelStepConfig cfg;
+  double bound_s = 0;
+  double peak = 0;
+};
+
+class Rejections {
+ public:
+  void add(const std::string& cause, const std::string& example) {
+    for (auto& g : groups_) {
+      if (g.cause == cause) {
+        ++g.count;
+        return;
+      }
+    }
+    groups_.push_back({cause, 1, example});
+  }
+  std::vector<RejectionGroup> take() { return std::move(groups_); }
+
+ private:
+  std::vector<RejectionGroup> groups_;
+};
+
+std::string describe(const parallel::MeshSizes& z, std::uint64_t micro, const PipelineSchedule& s, const char* strategy) {
+  return fmt::format("{} micro-batch {} {} {}", z.str(), micro, s.str(), strategy);
+}
+
+// The cause a does-not-fit line is grouped under: its term ("activations", "optimizer state").
+std::string memory_cause(const std::string& line) {
+  const auto lt = line.find("largest term: ");
+  if (lt != std::string::npos) {
+    const auto from = lt + 14;
+    const auto to = line.rfind(' ', line.rfind(" GiB)") - 1);
+    return fmt::format("does not fit in HBM (largest term: {})", line.substr(from, to - from));
+  }
+  // "stage S <term> X GiB > HBM Y GiB": the words between the stage number and the size.
+  const auto a = line.find(' ', line.find(' ') + 1);
+  const auto gib = line.find(" GiB > HBM");
+  const auto b = line.rfind(' ', gib - 1);
+  return fmt::format("does not fit in HBM (one term alone exceeds it: {})", line.substr(a + 1, b - a - 1));
+}
+
+}  // namespace
+
+MeshPlanResult make_mesh_plan(const MeshPlanRequest& r) {
+  const parallel::ModelSpec model = models::resolve_model(r.model, "--model");
+  const opt::Optimizer& optimizer = opt::find_optimizer(r.optimizer, "--optimizer");
+  const opt::Precision precision = opt::precision_from_string(r.precision, "--precision");
+  if (r.global_batch == 0) throw ConfigError("--global-batch", "0", "a positive number of samples per step");
+  if (r.tokens.has_value() == r.steps.has_value()) {
+    throw ConfigError("--tokens/--steps", r.tokens ? "both" : "neither", "exactly one of --tokens and --steps");
+  }
+  if (r.steps && *r.steps == 0) throw ConfigError("--steps", "0", "a positive number of steps");
+  if (r.budget_usd && !r.price_per_device_hour) {
+    throw ConfigError("--budget", "a budget without --price-per-device-hour", "--price-per-device-hour X (USD)");
+  }
+  if (r.hardware.empty()) throw ConfigError("--hardware", "no hardware", "one or more presets (tpu-v3, dgx-h100, dgx-h100-64, ...)");
+  const std::uint64_t seq = r.seq ? r.seq : model.default_seq;
+  if (seq == 0) throw ConfigError("--seq", "missing (the model has no default)", "a sequence length");
+  std::vector<parallel::DpStrategy> strategies;
+  for (const auto& s : r.strategies.empty() ? std::vector<std::string>{"replicated", "zero1", "zero3"} : r.strategies) {
+    strategies.push_back(parallel::dp_strategy_from_string(s, 0, "--strategies"));
+    if (strategies.back().hsdp || strategies.back().strategy == step::Strategy::trace) {
+      throw ConfigError("--strategies", s, "replicated, sharded, zero1, zero2 or zero3 for a mesh search");
+    }
+  }
+  const std::uint64_t max_cp = r.max_cp != 0 ? r.max_cp : (seq >= 8192 ? 8 : 1);
+
+  MeshPlanResult out;
+  const double tokens_per_step = d(r.global_batch) * d(seq);
+  out.steps = r.steps ? *r.steps : static_cast<std::uint64_t>(std::ceil(*r.tokens / tokens_per_step));
+  std::vector<std::string> strategy_names;
+  for (const auto& s : strategies) strategy_names.push_back(s.str());
+  out.config = {{"model", model.name}, {"seq", seq}, {"global_batch", r.global_batch}, {"steps", out.steps},
+                {"hardware", r.hardware}, {"strategies", strategy_names}, {"micro_batches", r.micro_batches},
+                {"virtual_stages", r.virtual_stages}, {"max_devices", r.max_devices}, {"max_cp", max_cp}, {"uneven_stages", r.uneven_stages},
+                {"optimizer", optimizer.name}, {"precision", opt::to_string(precision)}, {"fidelity", "analytical"},
+                {"search", "mesh"}};
+  if (r.tokens) out.config["tokens"] = *r.tokens;
+  if (r.deadline_s) out.config["deadline_s"] = *r.deadline_s;
+  if (r.budget_usd) out.config["budget_usd"] = *r.budget_usd;
+  if (r.price_per_device_hour) out.config["price_per_device_hour_usd"] = *r.price_per_device_hour;
+
+  Rejections rej;
+  parallel::FactorConstraints fc;
+  fc.heads = model.heads;
+  fc.kv_heads = model.kv_heads;
+  fc.layers = r.uneven_stages ? 0 : model.layers;
+  if (r.uneven_stages) fc.max_pp = model.layers / 2;
+  fc.experts = model.experts;
+  fc.seq = seq;
+  fc.max_cp = max_cp;
+  const auto math = precision == opt::Precision::mixed ? compute::MathType::bf16 : compute::MathType::fp32;
+
+  for (const auto& hw : r.hardware) {
+    for (const auto& name : expand_hardware(hw, r.max_devices)) {
+      auto t = topo::make_preset(name);
+      if (!t) throw ConfigError("--hardware", fmt::format("unknown preset '{}'", name), "a preset family or a sized preset");
+      const std::uint64_t n = t->num_devices();
+      if (r.max_devices && n > r.max_devices) continue;
+      if (t->device_model.empty()) throw ConfigError("--hardware", fmt::format("preset '{}' names no device", name), "a preset with a device model");
+      const compute::Device& dev = compute::device_for_model(t->device_model, "--hardware");
+      const auto shape = parallel::shape_of(*t);
+      const double hbm = static_cast<double>(dev.hbm_bytes);
+      step::TopologyComm comm(*t, step::Fidelity::analytical, "auto");
+      std::vector<Pending> pending;
+      for (const auto& z : parallel::enumerate_factorizations(n, fc)) {
+        ++out.considered;
+        const parallel::Mesh mesh(z);
+        const auto issues = parallel::placement_issues(mesh, shape);
+        if (!issues.empty()) {
+          rej.add(issues.front(), fmt::format("{} on {}", z.str(), name));
+          continue;
+        }
+        const std::uint64_t replicas = z.dp * z.ep;
+        if (r.global_batch % replicas != 0) {
+          rej.add("global batch not divisible by dp x ep",
+                  fmt::format("{} on {}: {} over {} replicas", z.str(), name, r.global_batch, replicas));
+          continue;
+        }
+        const std::uint64_t per = r.global_batch / replicas;
+        for (const std::uint64_t micro : r.micro_batches) {
+          if (micro == 0 || per % micro != 0) continue;
+          const std::uint64_t m = per / micro;
+          std::vector<PipelineSchedule> schedules = {{ScheduleKind::one_f_one_b, 1}};
+          if (z.pp > 1) {
+            schedules.push_back({ScheduleKind::gpipe, 1});
+            for (const auto v : r.virtual_stages) {
+              if (v >= 2 && model.layers % (z.pp * v) == 0 && m % z.pp == 0) schedules.push_back({ScheduleKind::interleaved, v});
+            }
+          }
+          for (const auto& sched : schedules) {
+            for (const auto& strat : strategies) {
+              step::ParallelStepConfig c;
+              c.model = &model;
+              c.mesh = z;
+              c.micro_batch = micro;
+              c.global_batch = r.global_batch;
+              c.seq = seq;
+              c.schedule = sched;
+              c.sequence_parallel = z.tp > 1 && (seq / z.cp) % z.tp == 0;
+              c.strategy = strat;
+              c.optimizer = &optimizer;
+              c.precision = precision;
+              c.fold = step::Fold::assume_symmetric;
+              c.uneven_stages = r.uneven_stages;
+              auto mi = step::memory_input(c, hbm);
+              std::optional<parallel::ParallelMemoryReport> fit;
+              std::string line;
+              for (const Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
+                mi.recompute = rc;
+                auto rep = parallel::parallel_memory(mi);
+                if (!rep.does_not_fit) {
+                  c.recompute = rc;
+                  fit = std::move(rep);
+                  break;
+                }
+                line = *rep.does_not_fit;
+              }
+              if (!fit) {
+                rej.add(memory_cause(line), fmt::format("{} on {} (full recompute): {}", describe(z, micro, sched, strat.str().c_str()), name, line));
+                continue;
+              }
+              // Lower bound (exact pruning, see header): per micro-batch, stage i takes at least
+              // T_i = its compute plus its blocking tp / ep collectives (each alone on the network);
+              // a pipeline of stages no slower than min T takes (m + (p - 1)/v) min T (the zero-
+              // communication schedule, Narayanan et al. 2021 sec. 2.2), and every stage takes at
+              // least m T_i; longer durations never make this fixed-order schedule shorter.
+              parallel::LayerShape ls;
+              ls.micro_batch = micro;
+              ls.seq = seq;
+              ls.tp = z.tp;
+              ls.cp = z.cp;
+              ls.sequence_parallel = c.sequence_parallel;
+              ls.flash_attention = fit->flash_attention;
+              ls.recompute = c.recompute;
+              ls.math = math;
+              const auto lc = parallel::layer_compute(model, dev, ls);
+              const auto head = parallel::head_compute(model, dev, ls);
+              const double act = precision == opt::Precision::mixed ? 2.0 : 4.0;
+              const double tokens = d(seq / z.cp) * d(micro);
+              double layer_comm = 0;
+              if (z.tp > 1) {
+                const auto g = mesh.group(parallel::Axis::tp, 0).ranks;
+                const std::vector<int> grp(g.begin(), g.end());
+                const auto bytes = static_cast<std::uint64_t>(tokens * d(model.hidden) * act);
+                const double pair = c.sequence_parallel ? comm.time_s(coll::OpKind::allgather, bytes, grp) +
+                                                              comm.time_s(coll::OpKind::reducescatter, bytes, grp)
+                                                        : comm.time_s(coll::OpKind::allreduce, bytes, grp);
+                layer_comm += (c.recompute == Recompute::full ? 3 : 2) * pair;
+              }
+              if (model.moe() && z.ep > 1) {
+                const auto g = mesh.group(parallel::Axis::ep, 0).ranks;
+                const double routed = c.sequence_parallel ? tokens / d(z.tp) : tokens;
+                layer_comm += 4 * comm.time_s(coll::OpKind::alltoall,
+                                              static_cast<std::uint64_t>(routed * d(model.top_k) * d(model.hidden) * act),
+                                              std::vector<int>(g.begin(), g.end()));
+              }
+              const auto per_stage = parallel::stage_layers(model.layers, z.pp);
+              const double per_layer = lc.fwd_s() + lc.bwd_s() + lc.recompute_s + layer_comm;
+              double t_min = 0, t_max = 0;
+              for (std::uint64_t i = 0; i < z.pp; ++i) {
+                const double ti = d(per_stage[i]) * per_layer + (i + 1 == z.pp ? head.fwd_s + head.bwd_s : 0.0);
+                t_min = i == 0 ? ti : std::min(t_min, ti);
+                t_max = std::max(t_max, ti);
+              }
+              const double v = d(sched.kind == ScheduleKind::interleaved ? sched.virtual_stages : 1);
+              Pending pd;
+              pd.cfg = c;
+              pd.bound_s = std::max(d(m) * t_max, (d(m) + d(z.pp - 1) / v) * t_min);
+              pd.peak = fit->worst().peak;
+              pending.push_back(std::move(pd));
+            }
+          }
+        }
+      }
+      std::stable_sort(pending.begin(), pending.end(), [](const Pending& a, const Pending& b) { return a.bound_s < b.bound_s; });
+      std::optional<double> best;
+      for (const auto& pd : pending) {
+        const auto& c = pd.cfg;
+        const std::string what = describe(c.mesh, c.micro_batch, c.schedule, c.strategy.str().c_str());
+        if (r.prune_by_bound && best && pd.bound_s > *best) {
+          rej.add("slower than the fastest found (compute lower bound above its step time)",
+                  fmt::format("{} on {}: bound {:.4g} s > {:.4g} s", what, name, pd.bound_s, *best));
+          continue;
+        }
+        const auto res = step::simulate_parallel_step(c, dev, comm);
+        ++out.simulated;
+        MeshCandidate mc;
+        mc.hardware = name;
+        mc.device = dev.name;
+        mc.devices = n;
+        mc.mesh = c.mesh.str();
+        mc.dp = c.mesh.dp;
+        mc.tp = c.mesh.tp;
+        mc.pp = c.mesh.pp;
+        mc.cp = c.mesh.cp;
+        mc.ep = c.mesh.ep;
+        mc.micro_batch = c.micro_batch;
+        mc.micro_batches = res.micro_batches;
+        mc.schedule = c.schedule.str();
+        mc.recompute = parallel::to_string(c.recompute);
+        mc.strategy = c.strategy.str();
+        mc.sequence_parallel = c.sequence_parallel;
+        mc.step_time_s = res.step.step_time_s;
+        mc.bound_s = pd.bound_s;
+        mc.mfu = res.step.mfu;
+        mc.tp_comm_s = res.slowest.tp_comm_s;
+        mc.pp_bubble_s = res.slowest.pp_bubble_s;
+        mc.dp_exposed_s = res.slowest.dp_exposed_s;
+        mc.ep_alltoall_s = res.slowest.ep_alltoall_s;
+        mc.memory_peak_bytes = pd.peak;
+        mc.hbm_bytes = hbm;
+        mc.time_to_train_s = mc.step_time_s * d(out.steps);
+        if (r.price_per_device_hour) mc.cost_usd = d(n) * mc.time_to_train_s / 3600.0 * *r.price_per_device_hour;
+        if (r.deadline_s && mc.time_to_train_s > *r.deadline_s) {
+          rej.add("over the deadline", fmt::format("{} on {}: {} > {}", what, name, format_duration(mc.time_to_train_s),
+                                                   format_duration(*r.deadline_s)));
+          continue;
+        }
+        if (r.budget_usd && mc.cost_usd && *mc.cost_usd > *r.budget_usd) {
+          rej.add("over budget", fmt::format("{} on {}: ${:.0f} > ${:.0f}", what, name, *mc.cost_usd, *r.budget_usd));
+          continue;
+        }
+        if (!best || mc.step_time_s < *best) best = mc.step_time_s;
+        out.feasible.push_back(std::move(mc));
+      }
+    }
+  }
+
+  std::vector<Objectives> obj;
+  for (const auto& c : out.feasible) obj.push_back({c.time_to_train_s, d(c.devices), c.cost_usd.value_or(0.0)});
+  out.pareto = pareto_front(obj);
+  for (const auto i : out.pareto) out.feasible[i].pareto = true;
+  out.rejected = rej.take();
+  return out;
+}
+
+nlohmann::json to_json(const MeshPlanResult& p) {
+  auto cand = [](const MeshCandidate& c) {
+    nlohmann::json j = {{"hardware", c.hardware}, {"device", c.device}, {"devices", c.devices}, {"mesh", c.mesh},
+                        {"dp", c.dp}, {"tp", c.tp}, {"pp", c.pp}, {"cp", c.cp}, {"ep", c.ep},
+                        {"micro_batch", c.micro_batch}, {"micro_batches", c.micro_batches}, {"schedule", c.schedule},
+                        {"recompute", c.recompute}, {"sequence_parallel", c.sequence_parallel}, {"strategy", c.strategy},
+                        {"step_time_s", c.step_time_s}, {"time_to_train_s", c.time_to_train_s}, {"mfu", c.mfu},
+                        {"tp_comm_s", c.tp_comm_s}, {"pp_bubble_s", c.pp_bubble_s}, {"dp_exposed_s", c.dp_exposed_s},
+                        {"ep_alltoall_s", c.ep_alltoall_s}, {"memory_peak_bytes", c.memory_peak_bytes},
+                        {"hbm_bytes", c.hbm_bytes}, {"pareto", c.pareto}};
+    if (c.cost_usd) j["cost_usd"] = *c.cost_usd;
+    return j;
+  };
+  nlohmann::json pareto = nlohmann::json::array(), other = nlohmann::json::array(), rejected = nlohmann::json::array();
+  for (auto i : p.pareto) pareto.push_back(cand(p.feasible[i]));
+  for (const auto& c : p.feasible) {
+    if (!c.pareto) other.push_back(cand(c));
+  }
+  for (const auto& g : p.rejected) rejected.push_back({{"cause", g.cause}, {"count", g.count}, {"example", g.example}});
+  return {{"config", p.config}, {"steps", p.steps}, {"considered_meshes", p.considered}, {"simulated", p.simulated},
+          {"pareto", pareto}, {"dominated", other}, {"rejected", rejected}};
+}
+
+}  // namespace shardsim::plan

@@ -1,0 +1,96 @@
+#pragma once
+// Capacity planning over device meshes (issue 13 item 6): for a transformer (a zoo name or a
+// config.json, traces/models) and hardware presets, search every factorization of each
+// preset's device count into (dp, tp, pp, cp, ep) with micro-batch, pipeline schedule,
+// recomputation and weight-update strategy, and simulate the step of each candidate that can
+// run (models/step/parallel_graphs.hpp).
+//
+// Search, per preset of N devices (a family means each of its sizes, up to max_devices):
+//   mesh       parallel::enumerate_factorizations(N): tp divides heads and KV heads, pp divides
+//              the layers (with uneven_stages, the default: any pp up to half the layers, the
+//              stages balanced as Llama 3's, parallel::stage_layers), ep the experts (dense:
+//              1), cp the sequence; cp <= max_cp
+//   micro-batch each of micro_batches dividing the per-replica batch G / (dp ep)
+//   schedule   1f1b when pp = 1; with pp > 1: 1f1b, gpipe and interleaved:v for each v of
+//              virtual_stages with pp v dividing the layers and m a multiple of pp
+//   strategy   each of strategies (default replicated, zero1, zero3)
+//   sequence parallelism on exactly when tp > 1 (Korthikanti et al. 2022: same bytes, less
+//              activation memory)
+//   recompute  the least of none, selective, full with which the worst stage fits (more
+//              recomputation only adds compute; memory is reported, not an objective)
+// Pruning before any simulation, each a rejection with its cause:
+//   placement  parallel::placement_issues ("tp=16 leaves the NVLink domain of 8");
+//   batch      G not a multiple of dp ep, no listed micro-batch dividing G / (dp ep);
+//   memory     parallel::parallel_memory's line for the last recompute mode tried ("stage 0
+//              activations 93.1 GiB > HBM 32.0 GiB");
+//   bound      a lower bound of the step (the busiest stage's compute) above the fastest step
+//              already simulated on the same preset: it cannot be on the Pareto set (same
+//              devices, cost proportional to time). Candidates are simulated in ascending
+//              lower bound, so this is exact.
+// Simulation: analytical collectives on the preset's topology, folded to one rank per stage
+// assuming every group instance times alike (step::Fold::assume_symmetric; presets are
+// symmetric). Pareto set over (time to train, devices, cost) as plan.hpp.
+// Rejections are grouped by cause: placement issue text; "does not fit: <term>" (the largest
+// memory term); batch; bound.
+// Deterministic: the enumeration order is fixed and ties keep it.
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shardsim::plan {
+
+struct MeshPlanRequest {
+  std::string model;                     ///< zoo name or config.json
+  std::uint64_t seq = 0;                 ///< 0 = the model's default
+  std::optional<double> tokens;
+  std::optional<std::uint64_t> steps;
+  std::uint64_t global_batch = 0;
+  std::optional<double> deadline_s, budget_usd, price_per_device_hour;
+  std::vector<std::string> hardware;
+  std::vector<std::string> strategies;   ///< empty = replicated, zero1, zero3
+  std::vector<std::uint64_t> micro_batches = {1, 2, 4, 8};
+  std::vector<std::uint64_t> virtual_stages = {2, 4};
+  std::uint64_t max_devices = 0;
+  std::uint64_t max_cp = 0;              ///< 0: 8 for sequences of 8192 and more, else 1
+  bool uneven_stages = true;             ///< pp need not divide the layers (parallel::stage_layers)
+  bool prune_by_bound = true;            ///< false: simulate every candidate that fits (tests)
+  std::string optimizer = "adamw";
+  std::string precision = "mixed";
+};
+
+struct MeshCandidate {
+  std::string hardware, device, mesh, schedule, recompute, strategy;
+  std::uint64_t devices = 0, dp = 1, tp = 1, pp = 1, cp = 1, ep = 1, micro_batch = 1, micro_batches = 1;
+  bool sequence_parallel = false;
+  double step_time_s = 0, time_to_train_s = 0, mfu = 0;
+  double bound_s = 0;  ///< the lower bound it was ordered and pruned by
+  double tp_comm_s = 0, pp_bubble_s = 0, dp_exposed_s = 0, ep_alltoall_s = 0;
+  double memory_peak_bytes = 0, hbm_bytes = 0;
+  std::optional<double> cost_usd;
+  bool pareto = false;
+};
+
+struct RejectionGroup {
+  std::string cause;
+  std::uint64_t count = 0;
+  std::string example;  ///< the first candidate's configuration and line
+};
+
+struct MeshPlanResult {
+  std::uint64_t steps = 0;
+  std::uint64_t considered = 0, simulated = 0;
+  std::vector<MeshCandidate> feasible;   ///< simulated and within deadline and budget
+  std::vector<std::size_t> pareto;       ///< into feasible, by time to train then devices
+  std::vector<RejectionGroup> rejected;  ///< by cause, in order of first occurrence
+  nlohmann::json config;
+};
+
+/// Validates (ConfigError naming the flag) and searches.
+MeshPlanResult make_mesh_plan(const MeshPlanRequest& r);
+nlohmann::json to_json(const MeshPlanResult& p);
+
+}  // namespace shardsim::plan

@@ -1,0 +1,295 @@
+// The per-axis graph builders of parallel_graphs.hpp: the program of one pipeline stage
+// (parallel_program.hpp); parallel_step.cpp instantiates and runs it.
+#include "models/step/parallel_program.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "models/parallel/layer_compute.hpp"
+#include "sim/error.hpp"
+
+namespace shardsim::step::detail {
+
+namespace {
+
+using Ref = std::optional<std::uint32_t>;
+
+class StageProgram {
+ public:
+  StageProgram(const Shape& s, std::uint64_t stage)
+      : s_(s), stage_(stage), names_(s.c->record_timeline), layers_(s.chunk_layers.at(stage)) {}
+
+  void build() {
+    const auto order = parallel::stage_order(s_.c->schedule, s_.p, s_.mb, stage_);
+    std::vector<std::size_t> last_bwd(s_.v, order.size());
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      if (!order[k].forward) last_bwd[order[k].chunk] = k;
+    }
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      const auto& o = order[k];
+      if (o.forward) {
+        forward(o.chunk, o.micro);
+      } else {
+        backward(o.chunk, o.micro, k == last_bwd[o.chunk]);
+      }
+    }
+    finish_update();
+  }
+
+  std::vector<Op> ops;
+  std::vector<std::uint32_t> deps;
+
+ private:
+  [[nodiscard]] bool first_chunk(std::uint32_t c) const { return stage_ == 0 && c == 0; }
+  [[nodiscard]] bool last_chunk(std::uint32_t c) const { return stage_ + 1 == s_.p && c + 1 == s_.v; }
+
+  std::uint32_t push(Op o, const std::vector<std::uint32_t>& d) {
+    o.deps_begin = static_cast<std::uint32_t>(deps.size());
+    deps.insert(deps.end(), d.begin(), d.end());
+    o.deps_end = static_cast<std::uint32_t>(deps.size());
+    ops.push_back(std::move(o));
+    return static_cast<std::uint32_t>(ops.size() - 1);
+  }
+
+  std::string label(const char* what, std::uint32_t chunk, std::uint64_t micro, std::uint64_t layer) const {
+    return names_ ? fmt::format("{} chunk {} mb {} layer {}", what, chunk, micro, layer) : std::string();
+  }
+
+  // A compute op after what the compute stream waits for.
+  std::uint32_t compute(NodePhase phase, double dur, std::vector<std::uint32_t> extra, std::string name) {
+    Op o;
+    o.phase = phase;
+    o.cat = phase == NodePhase::forward ? Cat::forward : phase == NodePhase::backward ? Cat::backward : Cat::update;
+    o.duration_s = dur;
+    o.name = std::move(name);
+    extra.insert(extra.end(), pending_.begin(), pending_.end());
+    pending_.clear();
+    last_compute_ = push(std::move(o), extra);
+    return *last_compute_;
+  }
+
+  // What an op issued now waits for: the last compute and the collectives after it.
+  [[nodiscard]] std::vector<std::uint32_t> after_last() const {
+    std::vector<std::uint32_t> d = pending_;
+    if (last_compute_) d.push_back(*last_compute_);
+    return d;
+  }
+
+  // A collective the compute stream waits for (tp, ep): after the last compute.
+  void blocking(Role role, Cat cat, coll::OpKind kind, std::uint64_t bytes, std::string name) {
+    if (bytes == 0) return;
+    pending_ = {side(role, cat, kModel, kind, bytes, after_last(), std::move(name))};
+  }
+
+  // A collective on a side stream (cp, dp) after `d`.
+  std::uint32_t side(Role role, Cat cat, std::uint32_t stream, coll::OpKind kind, std::uint64_t bytes,
+                     std::vector<std::uint32_t> d, std::string name) {
+    Op o;
+    o.kind = NodeKind::collective;
+    o.phase = NodePhase::comm;
+    o.cat = cat;
+    o.stream = stream;
+    o.op = kind;
+    o.size_bytes = bytes;
+    o.role = role;
+    o.name = std::move(name);
+    return push(std::move(o), d);
+  }
+
+  void p2p(bool send, int dir, std::uint64_t tag, std::string name) {
+    Op o;
+    o.kind = send ? NodeKind::send : NodeKind::recv;
+    o.phase = NodePhase::comm;
+    o.cat = Cat::pp;
+    o.stream = send ? (dir > 0 ? kSendNext : kSendPrev) : (dir > 0 ? kRecvNext : kRecvPrev);
+    o.dir = dir;
+    o.tag = tag;
+    o.size_bytes = s_.p2p_bytes;
+    o.name = std::move(name);
+    const auto id = push(std::move(o), send ? after_last() : std::vector<std::uint32_t>{});
+    if (!send) pending_.push_back(id);
+  }
+
+  // Tensor-parallel collective around a tensor-parallel region (parallel_graphs.hpp):
+  // `entry` true before the region (sequence parallel: all-gather), false after it (all-reduce,
+  // or reduce-scatter with sequence parallelism). Without sequence parallelism the entry is the
+  // identity (forward) and the exit all-reduces.
+  void tp_region(bool entry, const char* what) {
+    if (s_.c->mesh.tp <= 1) return;
+    if (s_.c->sequence_parallel) {
+      blocking(Role::tp, Cat::tp, entry ? coll::OpKind::allgather : coll::OpKind::reducescatter, s_.tp_bytes,
+               names_ ? fmt::format("tp {} {}", entry ? "all-gather" : "reduce-scatter", what) : "");
+    } else if (!entry) {
+      blocking(Role::tp, Cat::tp, coll::OpKind::allreduce, s_.tp_bytes, names_ ? fmt::format("tp all-reduce {}", what) : "");
+    }
+  }
+
+  void zero3_gather(const char* when, Ref anchor) {
+    if (!s_.zero3) return;
+    std::vector<std::uint32_t> d;
+    if (anchor) d.push_back(*anchor);
+    gathers_.clear();
+    if (s_.dense_group > 1) {
+      gathers_.push_back(side(Role::dp_dense, Cat::dp, kDp, coll::OpKind::allgather,
+                              static_cast<std::uint64_t>(s_.layer.dense * s_.wb), d, names_ ? fmt::format("dp all-gather {}", when) : ""));
+    }
+    if (s_.expert_group > 1 && s_.layer.expert > 0) {
+      gathers_.push_back(side(Role::dp_expert, Cat::dp, kDp, coll::OpKind::allgather,
+                              static_cast<std::uint64_t>(s_.layer.expert * s_.wb), d, names_ ? fmt::format("dp all-gather experts {}", when) : ""));
+    }
+  }
+
+  // One layer's forward (also as recomputation, phase backward).
+  void layer_forward(std::uint32_t c, std::uint64_t k, std::uint64_t l, NodePhase phase) {
+    const auto& lc = s_.lc;
+    zero3_gather("forward", last_compute_);
+    std::vector<std::uint32_t> extra = gathers_;
+    const std::uint64_t cp = s_.c->mesh.cp;
+    Ref kv;
+    if (cp > 1) {
+      kv = side(Role::cp, Cat::cp, kCp, coll::OpKind::allgather, s_.cp_bytes, after_last(), names_ ? "cp all-gather K,V" : "");
+    }
+    tp_region(true, "attention");
+    const double rest = cp > 1 ? lc.core_fwd_s * static_cast<double>(cp - 1) / static_cast<double>(cp) : 0.0;
+    compute(phase, lc.attention_fwd_s - rest, extra, label("attention", c, k, l));
+    if (kv) compute(phase, rest, {*kv}, label("attention ring blocks", c, k, l));
+    tp_region(false, "attention");
+    tp_region(true, "mlp");
+    const bool moe = s_.m->moe() && s_.c->mesh.ep > 1;
+    if (moe) blocking(Role::ep, Cat::ep, coll::OpKind::alltoall, s_.ep_bytes, names_ ? "ep dispatch" : "");
+    compute(phase, lc.mlp_fwd_s, {}, label("mlp", c, k, l));
+    if (moe) blocking(Role::ep, Cat::ep, coll::OpKind::alltoall, s_.ep_bytes, names_ ? "ep combine" : "");
+    tp_region(false, "mlp");
+  }
+
+  void forward(std::uint32_t c, std::uint64_t k) {
+    if (!first_chunk(c)) p2p(false, -1, 2 * (stage_ == 0 ? c - 1 : c), names_ ? fmt::format("recv activations mb {}", k) : "");
+    for (std::uint64_t l = 0; l < layers_; ++l) layer_forward(c, k, l, NodePhase::forward);
+    if (last_chunk(c)) compute(NodePhase::forward, s_.head.fwd_s, {}, names_ ? fmt::format("output layer mb {}", k) : "");
+    if (!last_chunk(c)) p2p(true, +1, 2 * c, names_ ? fmt::format("send activations mb {}", k) : "");
+  }
+
+  void backward(std::uint32_t c, std::uint64_t k, bool reduce) {
+    const auto& lc = s_.lc;
+    if (!last_chunk(c)) {
+      p2p(false, +1, 2 * (stage_ + 1 == s_.p ? c + 1 : c) + 1, names_ ? fmt::format("recv gradients mb {}", k) : "");
+    }
+    if (last_chunk(c)) compute(NodePhase::backward, s_.head.bwd_s, {}, names_ ? fmt::format("output layer backward mb {}", k) : "");
+    const std::uint64_t cp = s_.c->mesh.cp;
+    const bool moe = s_.m->moe() && s_.c->mesh.ep > 1;
+    for (std::uint64_t j = layers_; j-- > 0;) {
+      if (s_.c->recompute == parallel::Recompute::full) layer_forward(c, k, j, NodePhase::backward);
+      if (s_.c->recompute == parallel::Recompute::selective) {
+        compute(NodePhase::backward, lc.recompute_s, {}, label("recompute attention core", c, k, j));
+      }
+      zero3_gather("backward", last_compute_);
+      std::vector<std::uint32_t> extra = gathers_;
+      // Conjugates of the forward's collectives (Korthikanti et al. 2022 sec. 4.2.2).
+      tp_region(true, "mlp backward");
+      if (moe) blocking(Role::ep, Cat::ep, coll::OpKind::alltoall, s_.ep_bytes, names_ ? "ep combine backward" : "");
+      compute(NodePhase::backward, lc.mlp_bwd_s, extra, label("mlp backward", c, k, j));
+      if (moe) blocking(Role::ep, Cat::ep, coll::OpKind::alltoall, s_.ep_bytes, names_ ? "ep dispatch backward" : "");
+      tp_region(false, "mlp backward");
+      tp_region(true, "attention backward");
+      if (cp > 1) {
+        const auto kv = side(Role::cp, Cat::cp, kCp, coll::OpKind::allgather, s_.cp_bytes, after_last(), names_ ? "cp all-gather K,V" : "");
+        const double rest = 2 * lc.core_fwd_s * static_cast<double>(cp - 1) / static_cast<double>(cp);
+        compute(NodePhase::backward, rest, {kv}, label("attention ring blocks backward", c, k, j));
+        const auto rs = side(Role::cp, Cat::cp, kCp, coll::OpKind::reducescatter, s_.cp_bytes, {*last_compute_},
+                             names_ ? "cp reduce-scatter dK,dV" : "");
+        compute(NodePhase::backward, lc.attention_bwd_s - rest, {rs}, label("attention backward", c, k, j));
+      } else {
+        compute(NodePhase::backward, lc.attention_bwd_s, {}, label("attention backward", c, k, j));
+      }
+      tp_region(false, "attention backward");
+      if (s_.zero3) {
+        if (s_.dense_group > 1) {
+          side(Role::dp_dense, Cat::dp, kDp, coll::OpKind::reducescatter, static_cast<std::uint64_t>(s_.layer.dense * s_.gb),
+               {*last_compute_}, names_ ? "dp reduce-scatter" : "");
+        }
+        if (s_.expert_group > 1 && s_.layer.expert > 0) {
+          side(Role::dp_expert, Cat::dp, kDp, coll::OpKind::reducescatter, static_cast<std::uint64_t>(s_.layer.expert * s_.gb),
+               {*last_compute_}, names_ ? "dp reduce-scatter experts" : "");
+        }
+      } else if (reduce) {
+        dense_fill_ += s_.layer.dense;
+        expert_fill_ += s_.layer.expert;
+        if (dense_fill_ >= s_.bucket_dense) flush(Role::dp_dense, dense_fill_);
+        if (expert_fill_ >= s_.bucket_expert) flush(Role::dp_expert, expert_fill_);
+      }
+    }
+    if (reduce && !s_.zero3) {
+      ++chunks_reduced_;
+      if (chunks_reduced_ == s_.v) dense_fill_ += parallel::stage_extra_elements(*s_.m, s_.c->mesh.tp, s_.p, stage_);
+      flush(Role::dp_dense, dense_fill_);
+      flush(Role::dp_expert, expert_fill_);
+    }
+    if (!first_chunk(c)) p2p(true, -1, 2 * c + 1, names_ ? fmt::format("send gradients mb {}", k) : "");
+  }
+
+  void flush(Role role, double& fill) {
+    const std::uint64_t group = role == Role::dp_dense ? s_.dense_group : s_.expert_group;
+    if (fill <= 0) return;
+    const double elements = fill;
+    fill = 0;
+    update_elements_ += s_.sharded ? elements / static_cast<double>(group) : elements;
+    if (group <= 1) return;
+    const auto kind = s_.sharded ? coll::OpKind::reducescatter : coll::OpKind::allreduce;
+    dp_colls_.push_back(side(role, Cat::dp, kDp, kind, static_cast<std::uint64_t>(elements * s_.gb), {*last_compute_},
+                             names_ ? fmt::format("dp {} gradients", coll::to_string(kind)) : ""));
+    if (s_.sharded) gathers_after_.emplace_back(role, elements);
+  }
+
+  void finish_update() {
+    if (s_.zero3) {
+      // Every layer's shard of the stage, plus the embedding / head extras, sharded over N.
+      const double layers = static_cast<double>(layers_ * s_.v);
+      update_elements_ = layers * (s_.layer.dense / static_cast<double>(s_.dense_group) +
+                                   s_.layer.expert / static_cast<double>(s_.expert_group)) +
+                         parallel::stage_extra_elements(*s_.m, s_.c->mesh.tp, s_.p, stage_) / static_cast<double>(s_.dense_group);
+    }
+    const auto u = opt::update_cost(*s_.c->optimizer, s_.c->precision, update_elements_);
+    const double dur = s_.dev->stream_time_s(u.flops, u.bytes) + s_.dev->launch_s;
+    compute(NodePhase::update, dur, dp_colls_, names_ ? "optimizer update" : "");
+    for (const auto& [role, elements] : gathers_after_) {
+      side(role, Cat::dp, kDp, coll::OpKind::allgather, static_cast<std::uint64_t>(elements * s_.wb), {*last_compute_},
+           names_ ? "dp all-gather weights" : "");
+    }
+  }
+
+  const Shape& s_;
+  std::uint64_t stage_;
+  bool names_;
+  std::uint64_t layers_;  // per chunk
+  Ref last_compute_;
+  std::vector<std::uint32_t> pending_;
+  std::vector<std::uint32_t> gathers_;
+  std::vector<std::uint32_t> dp_colls_;
+  std::vector<std::pair<Role, double>> gathers_after_;
+  double dense_fill_ = 0, expert_fill_ = 0, update_elements_ = 0;
+  std::uint64_t chunks_reduced_ = 0;
+};
+
+
+}  // namespace
+
+std::vector<Axis> role_axes(Role r) {
+  switch (r) {
+    case Role::tp: return {Axis::tp};
+    case Role::cp: return {Axis::cp};
+    case Role::ep: return {Axis::ep};
+    case Role::dp_dense: return {Axis::cp, Axis::ep, Axis::dp};
+    case Role::dp_expert: return {Axis::cp, Axis::dp};
+  }
+  return {};
+}
+
+StageOps build_stage(const Shape& s, std::uint64_t stage) {
+  StageProgram b(s, stage);
+  b.build();
+  return {std::move(b.ops), std::move(b.deps)};
+}
+
+}  // namespace shardsim::step::detail

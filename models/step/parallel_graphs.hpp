@@ -1,0 +1,118 @@
+#pragma once
+// The training step of a transformer on a device mesh (DESIGN 8; issue 13 item 2): graph
+// builders per parallel axis on the task-graph executor (executor.hpp). Every rank of stage i
+// of the pipeline runs the same program; the program is the stage's pipeline schedule
+// (parallel::stage_order: GPipe, 1F1B or interleaved 1F1B with v model chunks, Megatron-LM
+// schedules.py) of per-layer ops:
+//  - compute (stream 0): per layer and micro-batch, attention and MLP parts, forward and
+//    backward, with recomputation (full: the layer's forward again before its backward;
+//    selective: the attention core), from parallel::layer_compute; the last stage adds the
+//    output layer and loss (parallel::head_compute);
+//  - tp (stream 1, blocking: the next compute waits for it): Megatron-LM's two all-reduces per
+//    layer in forward (after the attention and MLP row-parallel GEMMs) and two in backward
+//    (the column-parallel input gradients), S = 2 b s_q h bytes (Shoeybi et al. 2019, Fig. 4;
+//    Narayanan et al. 2021 sec. 3.2), repeated for the recomputed forward; with sequence
+//    parallelism each all-reduce becomes an all-gather before and a reduce-scatter after the
+//    tensor-parallel region, of the same S (Korthikanti et al. 2022 sec. 4.2.2);
+//  - ep (stream 1, blocking): per MoE layer a dispatch and a combine all-to-all on the ep group
+//    in forward and in backward, S = tokens x top_k x h x 2 bytes x imbalance (Megatron-Core
+//    MoE alltoall dispatcher; the busiest rank receives imbalance x the mean);
+//  - cp (stream 2, overlapped): ring attention (Liu et al. 2023) as an all-gather of the layer's
+//    K and V blocks (S = cp x 2 x 2 b s_q k d / t bytes; the ring moves the same bytes) issued at
+//    the layer's start: the local block of the attention core runs meanwhile, the other cp - 1
+//    blocks wait for it; in backward the same all-gather and a reduce-scatter of dK, dV;
+//  - pp (streams 4-7): activations (forward) and their gradients (backward), 2 b s_q h bytes
+//    (/ t with sequence parallelism), sent to the next / previous stage as send/recv pairs, a
+//    transfer timed as a 2-rank broadcast by the CommModel; in the interleaved schedule the
+//    last stage sends chunk c to chunk c + 1 of the first;
+//  - dp (stream 3, overlapped): the weight-update strategy on the data-parallel groups of the
+//    stage (dense weights over the cp x ep x dp group, expert weights over cp x dp): gradients
+//    reduced in buckets as the last micro-batch's backward of each model chunk produces them
+//    (Megatron-LM --overlap-grad-reduce; bucket max(40 M, 1 M x group) elements); replicated:
+//    all-reduce; sharded, zero1, zero2: reduce-scatter, 1/N update, then all-gather of the
+//    updated weights (Megatron's distributed optimizer); zero3: per layer and micro-batch an
+//    all-gather of its weights before forward and before backward (one layer ahead) and a
+//    reduce-scatter of its gradients after backward; then the optimizer update (compute).
+// Folding (Fold::exact): one representative rank per stage (all coordinates 0 but pp) when every
+// collective role times alike on all its group instances (CommModel times compared with ==),
+// else every rank; Fold::assume_symmetric skips that check (the planner, on symmetric preset
+// topologies); Fold::none simulates every rank. At flow fidelity with folding, the
+// representatives' collectives share one flow network; the folded ranks' traffic is not on it.
+// Breakdown of each rank (they add up to its step time): forward_s, backward_s (compute,
+// recomputation included), update_s, tp_comm_s, ep_alltoall_s (blocking collectives), and the
+// idle time of the compute stream attributed to what it waited for: pp_bubble_s (a receive:
+// the pipeline bubble and exposed point-to-point transfers), cp_exposed_s, dp_exposed_s
+// (gradient reduction, the final all-gather, zero3 gathers).
+// Limits: no tensor-parallel overlap with GEMMs; shared embedding gradients of tied
+// embeddings across the first and last stage are not reduced; sharded with a shard group
+// below N and hsdp are rejected here (ConfigError).
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "models/compute/device.hpp"
+#include "models/parallel/memory_stage.hpp"
+#include "models/parallel/mesh.hpp"
+#include "models/parallel/model_spec.hpp"
+#include "models/step/step.hpp"
+
+namespace shardsim::step {
+
+enum class Fold : std::uint8_t { exact, assume_symmetric, none };
+
+struct ParallelStepConfig {
+  const parallel::ModelSpec* model = nullptr;
+  parallel::MeshSizes mesh;
+  std::vector<parallel::Axis> order = parallel::Mesh::default_order();
+  std::uint64_t micro_batch = 1;
+  std::uint64_t global_batch = 0;  ///< 0: one micro-batch per replica
+  std::uint64_t seq = 0;           ///< 0: the model's default
+  parallel::PipelineSchedule schedule;
+  parallel::Recompute recompute = parallel::Recompute::none;
+  bool sequence_parallel = false;
+  std::optional<bool> flash_attention;  ///< unset: on for decoders
+  parallel::DpStrategy strategy;
+  const opt::Optimizer* optimizer = nullptr;
+  opt::Precision precision = opt::Precision::mixed;
+  double moe_imbalance = 1.0;
+  std::uint64_t bucket_elements = 0;  ///< 0: Megatron's max(40e6, 1e6 x group size)
+  /// Allow a pp that does not divide the layers (1F1B, GPipe): parallel::stage_layers.
+  bool uneven_stages = false;
+  /// false: leave out the output layer's compute, so that every stage is alike (the symmetric
+  /// pipeline of the bubble analysis, Narayanan et al. 2021 sec. 2.2).
+  bool output_layer = true;
+  bool record_timeline = false;
+  Fold fold = Fold::exact;
+};
+
+/// One rank's step, split so that the parts add up to step_time_s.
+struct ParallelRankTimes {
+  int rank = 0;
+  std::uint64_t stage = 0;
+  std::uint64_t folded = 1;
+  double step_time_s = 0, forward_s = 0, backward_s = 0, update_s = 0;
+  double tp_comm_s = 0, ep_alltoall_s = 0, cp_exposed_s = 0, pp_bubble_s = 0, dp_exposed_s = 0;
+  double dp_comm_s = 0;  ///< sum of its dp collectives' durations (overlapped or not)
+  std::uint64_t tp_collectives = 0;
+  double tp_bytes = 0;   ///< sum of S of its tp collectives
+};
+
+struct ParallelStepResult {
+  StepResult step;               ///< headline (the slowest rank), memory of the fullest stage
+  ParallelRankTimes slowest;     ///< the slowest rank's breakdown
+  std::vector<ParallelRankTimes> per_rank;  ///< every simulated rank
+  parallel::ParallelMemoryReport memory;
+  std::uint64_t micro_batches = 1;
+  double layer_forward_s = 0, layer_backward_s = 0;  ///< one layer, one micro-batch (compute)
+  std::string fold;              ///< "stage representatives", "every rank"
+};
+
+/// The memory model's input for the step's configuration (HBM `hbm_bytes`, 0: no fit check).
+parallel::ParallelMemoryInput memory_input(const ParallelStepConfig& c, double hbm_bytes);
+
+/// Validates (parallel::parallel_memory's checks, ConfigError naming the flag), builds the
+/// graph of every simulated rank, executes it and reports. O(p m v L/p) nodes per simulated
+/// rank plus one CommModel call per distinct collective and group instance.
+ParallelStepResult simulate_parallel_step(const ParallelStepConfig& c, const compute::Device& dev, CommModel& comm);
+
+}  // namespace shardsim::step

@@ -1,0 +1,259 @@
+// The parallel step (models/step/parallel_graphs.hpp) against closed forms: the pipeline
+// bubble of GPipe, 1F1B and interleaved 1F1B (Narayanan et al. 2021), tensor-parallel bytes
+// and collectives per layer (Shoeybi et al. 2019; Korthikanti et al. 2022), MoE all-to-alls,
+// the breakdown adding up to the step, folding equal to the unfolded run, and bad input.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+
+#include "models/compute/device.hpp"
+#include "models/optimizer/optimizer.hpp"
+#include "models/parallel/layer_compute.hpp"
+#include "models/step/parallel_graphs.hpp"
+#include "sim/error.hpp"
+#include "helpers.hpp"
+
+using namespace shardsim;
+using namespace shardsim::step;
+using parallel::MeshSizes;
+using parallel::PipelineSchedule;
+using parallel::Recompute;
+using parallel::ScheduleKind;
+
+namespace {
+
+using shardsim::parallel::test::error_of;
+
+// A small decoder: 16 layers, h 1024, 16 heads, GELU MLP of 4h, RMSNorm, no biases.
+parallel::ModelSpec toy(std::uint64_t layers = 16) {
+  parallel::ModelSpec m;
+  m.name = "toy";
+  m.layers = layers;
+  m.hidden = 1024;
+  m.heads = m.kv_heads = 16;
+  m.ffn = 4096;
+  m.vocab = 32000;
+  m.max_positions = 2048;
+  m.rmsnorm = true;
+  m.default_seq = 2048;
+  return m;
+}
+
+parallel::ModelSpec toy_moe() {
+  auto m = toy(8);
+  m.name = "toy-moe";
+  m.experts = 8;
+  m.top_k = 2;
+  m.gated_ffn = true;
+  m.ffn = 2048;
+  return m;
+}
+
+ParallelStepConfig config(const parallel::ModelSpec& m, MeshSizes z, std::uint64_t global_batch) {
+  ParallelStepConfig c;
+  c.model = &m;
+  c.mesh = z;
+  c.micro_batch = 1;
+  c.global_batch = global_batch;
+  c.optimizer = &opt::find_optimizer("adam", "test");
+  return c;
+}
+
+FunctionComm zero_comm() {
+  return FunctionComm([](coll::OpKind, std::uint64_t, const std::vector<int>&) { return 0.0; });
+}
+
+const ParallelRankTimes& stage0(const ParallelStepResult& r) {
+  for (const auto& x : r.per_rank) {
+    if (x.stage == 0) return x;
+  }
+  FAIL("no stage 0");
+  return r.per_rank.front();
+}
+
+}  // namespace
+
+TEST_CASE("pipeline bubble over ideal time is (p-1)/m for GPipe and 1F1B, (p-1)/(v m) interleaved") {
+  // Symmetric stages (no output layer, free communication): the bubble of stage 0 is (p - 1)
+  // stage-times of a micro-batch (t_f + t_b), or (p - 1)(t_f + t_b)/v with v chunks, against
+  // an ideal m (t_f + t_b) (Narayanan et al. 2021, sec. 2.2.1 and 2.2.2).
+  const auto m = toy(16);
+  const auto& dev = compute::find_device("h100", "test");
+  auto comm = zero_comm();
+  for (const std::uint64_t p : {2ULL, 4ULL}) {
+    for (const std::uint64_t mb : {4ULL, 8ULL, 16ULL}) {
+      for (const auto& [kind, v] : {std::pair{ScheduleKind::gpipe, 1ULL}, std::pair{ScheduleKind::one_f_one_b, 1ULL},
+                                    std::pair{ScheduleKind::interleaved, 2ULL}, std::pair{ScheduleKind::interleaved, 4ULL}}) {
+        if (kind == ScheduleKind::interleaved && mb % p != 0) continue;
+        auto c = config(m, MeshSizes{1, 1, p, 1, 1}, mb);
+        c.schedule = PipelineSchedule{kind, v};
+        c.output_layer = false;
+        CAPTURE(p);
+        CAPTURE(mb);
+        CAPTURE(c.schedule.str());
+        const auto r = simulate_parallel_step(c, dev, comm);
+        const auto& s0 = stage0(r);
+        const double ideal = s0.forward_s + s0.backward_s;
+        const double expected = static_cast<double>(p - 1) / static_cast<double>(v * mb);
+        CHECK(ideal == doctest::Approx(static_cast<double>(mb) * (r.layer_forward_s + r.layer_backward_s) *
+                                       static_cast<double>(m.layers / p)).epsilon(1e-9));
+        CHECK(s0.pp_bubble_s / ideal == doctest::Approx(expected).epsilon(1e-6));
+        // The parts add up to the rank's step time.
+        CHECK(s0.forward_s + s0.backward_s + s0.update_s + s0.pp_bubble_s + s0.tp_comm_s + s0.dp_exposed_s ==
+              doctest::Approx(s0.step_time_s).epsilon(1e-12));
+      }
+    }
+  }
+}
+
+TEST_CASE("tensor parallelism: 4 all-reduces of b s h elements per layer, 6 with full recomputation") {
+  const auto m = toy(8);
+  const auto& dev = compute::find_device("h100", "test");
+  const double t_ar = 1e-4, t_ag = 3e-5, t_rs = 4e-5;
+  FunctionComm comm([&](coll::OpKind k, std::uint64_t, const std::vector<int>& g) {
+    CHECK(g.size() == 4);
+    return k == coll::OpKind::allreduce ? t_ar : k == coll::OpKind::allgather ? t_ag : t_rs;
+  });
+  const std::uint64_t mb = 3, b = 2, s = 2048, h = 1024;
+  for (const bool sp : {false, true}) {
+    for (const Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
+      auto c = config(m, MeshSizes{1, 4, 1, 1, 1}, mb * b);
+      c.micro_batch = b;
+      c.recompute = rc;
+      c.sequence_parallel = sp;
+      CAPTURE(sp);
+      CAPTURE(parallel::to_string(rc));
+      const auto r = simulate_parallel_step(c, dev, comm);
+      const std::uint64_t per_layer = (rc == Recompute::full ? 6 : 4) * (sp ? 2 : 1);
+      const std::uint64_t count = per_layer * m.layers * mb;
+      CHECK(r.slowest.tp_collectives == count);
+      // S = b s h bf16 elements for every all-reduce, reduce-scatter and all-gather.
+      CHECK(r.slowest.tp_bytes == doctest::Approx(static_cast<double>(count * b * s * h * 2)));
+      const double per_pair = sp ? t_ag + t_rs : t_ar;
+      CHECK(r.slowest.tp_comm_s == doctest::Approx(static_cast<double>(count / (sp ? 2 : 1)) * per_pair).epsilon(1e-9));
+    }
+  }
+}
+
+TEST_CASE("compute: full recomputation adds one forward per layer, selective the attention core") {
+  const auto m = toy(8);
+  const auto& dev = compute::find_device("h100", "test");
+  auto comm = zero_comm();
+  auto c = config(m, MeshSizes{1, 2, 1, 1, 1}, 4);
+  const auto none = simulate_parallel_step(c, dev, comm);
+  c.recompute = Recompute::full;
+  const auto full = simulate_parallel_step(c, dev, comm);
+  c.recompute = Recompute::selective;
+  const auto sel = simulate_parallel_step(c, dev, comm);
+  CHECK(full.slowest.forward_s == doctest::Approx(none.slowest.forward_s));
+  // 4 micro-batches x 8 layers, each recomputed once (the output layer is not).
+  CHECK(full.slowest.backward_s - none.slowest.backward_s == doctest::Approx(4 * 8 * none.layer_forward_s).epsilon(1e-9));
+  const auto core = parallel::layer_compute(m, dev, {1, 2048, 2, 1, false, true, Recompute::selective}).recompute_s;
+  CHECK(sel.slowest.backward_s - none.slowest.backward_s == doctest::Approx(4 * 8 * core).epsilon(1e-9));
+  CHECK(core > 0);
+  CHECK(core < none.layer_forward_s);
+}
+
+TEST_CASE("MoE: a dispatch and a combine all-to-all per layer in forward and in backward on the ep group") {
+  const auto m = toy_moe();
+  const auto& dev = compute::find_device("h100", "test");
+  std::uint64_t a2a = 0, a2a_bytes = 0;
+  FunctionComm comm([&](coll::OpKind k, std::uint64_t bytes, const std::vector<int>& g) {
+    if (k == coll::OpKind::alltoall) {
+      CHECK(g.size() == 4);
+      ++a2a;
+      a2a_bytes = bytes;
+    }
+    return k == coll::OpKind::alltoall ? 2e-4 : 0.0;
+  });
+  for (const double imbalance : {1.0, 1.5}) {
+    auto c = config(m, MeshSizes{2, 1, 1, 1, 4}, 8 * 2);  // 8 replicas (dp x ep), 2 micro-batches
+    c.moe_imbalance = imbalance;
+    c.fold = Fold::none;
+    a2a = 0;
+    const auto r = simulate_parallel_step(c, dev, comm);
+    // One a2a node per ep group instance, costed once per (size, group) by the step's memo:
+    // 2 ep groups x 1 distinct size.
+    CHECK(a2a == 2);
+    CHECK(a2a_bytes == static_cast<std::uint64_t>(2048.0 * 2 * 1024 * 2 * imbalance));
+    // 4 per layer and micro-batch, each 0.2 ms, all blocking.
+    CHECK(r.slowest.ep_alltoall_s == doctest::Approx(4 * 8 * 2 * 2e-4).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("3D step: folded equals every rank; parts add up; data-parallel reduction per stage") {
+  const auto m = toy(8);
+  const auto& dev = compute::find_device("h100", "test");
+  // Time = latency + bytes / bandwidth of the group (the same on every instance: symmetric).
+  FunctionComm comm([](coll::OpKind k, std::uint64_t bytes, const std::vector<int>& g) {
+    const double bw = g.size() == 2 && k == coll::OpKind::broadcast ? 25e9 : 100e9;
+    return 5e-6 + static_cast<double>(bytes) / bw * (k == coll::OpKind::allreduce ? 2.0 : 1.0);
+  });
+  for (const auto* strategy : {"replicated", "zero1", "zero3"}) {
+    CAPTURE(strategy);
+    auto c = config(m, MeshSizes{2, 2, 2, 1, 1}, 16);
+    c.schedule = PipelineSchedule{ScheduleKind::interleaved, 2};
+    c.strategy = parallel::dp_strategy_from_string(strategy, 0, "--strategy");
+    const auto folded = simulate_parallel_step(c, dev, comm);
+    c.fold = Fold::none;
+    const auto every = simulate_parallel_step(c, dev, comm);
+    CHECK(folded.fold == "stage representatives");
+    CHECK(folded.step.ranks_simulated == 2);
+    CHECK(every.step.ranks_simulated == 8);
+    CHECK(folded.step.step_time_s == every.step.step_time_s);
+    CHECK(folded.slowest.pp_bubble_s == doctest::Approx(every.slowest.pp_bubble_s).epsilon(1e-12));
+    CHECK(folded.slowest.dp_exposed_s == doctest::Approx(every.slowest.dp_exposed_s).epsilon(1e-12));
+    for (const auto& x : every.per_rank) {
+      const double sum = x.forward_s + x.backward_s + x.update_s + x.tp_comm_s + x.ep_alltoall_s + x.cp_exposed_s +
+                         x.pp_bubble_s + x.dp_exposed_s;
+      CHECK(sum == doctest::Approx(x.step_time_s).epsilon(1e-12));
+      CHECK(x.dp_comm_s > 0);
+    }
+    CHECK(folded.slowest.tp_comm_s > 0);
+    CHECK(folded.slowest.pp_bubble_s > 0);
+  }
+}
+
+TEST_CASE("sharded weight update: 1/N of the update, the all-reduce's volume as reduce-scatter + all-gather") {
+  const auto m = toy(8);
+  const auto& dev = compute::find_device("h100", "test");
+  FunctionComm comm([](coll::OpKind, std::uint64_t bytes, const std::vector<int>&) { return static_cast<double>(bytes) / 50e9; });
+  auto c = config(m, MeshSizes{8, 1, 1, 1, 1}, 8);
+  const auto rep = simulate_parallel_step(c, dev, comm);
+  c.strategy = parallel::dp_strategy_from_string("zero1", 0, "--strategy");
+  const auto z1 = simulate_parallel_step(c, dev, comm);
+  const double launch = dev.launch_s;
+  CHECK((z1.step.update_s - launch) == doctest::Approx((rep.step.update_s - launch) / 8).epsilon(1e-6));
+  // Replicated: all-reduces of S; zero1: reduce-scatter of S and all-gather of S; busbw
+  // bytes are equal (2(n-1)/n S against 2 x (n-1)/n S).
+  CHECK(z1.step.comm_bytes == doctest::Approx(rep.step.comm_bytes).epsilon(1e-9));
+}
+
+TEST_CASE("parallel step: bad input names the flag and the numbers") {
+  const auto m = toy(16);
+  const auto& dev = compute::find_device("h100", "test");
+  auto comm = zero_comm();
+  auto c = config(m, MeshSizes{1, 3, 1, 1, 1}, 4);
+  CHECK(error_of([&] { simulate_parallel_step(c, dev, comm); }) ==
+        "--mesh: tp=3 does not divide the 16 attention heads of toy; expected a tp that divides the number of heads");
+  c = config(m, MeshSizes{1, 1, 3, 1, 1}, 4);
+  CHECK(error_of([&] { simulate_parallel_step(c, dev, comm); }) ==
+        "--mesh: pp=3 does not divide the 16 layers of toy; expected a pp that divides the number of layers");
+  c = config(m, MeshSizes{2, 1, 1, 1, 1}, 8);
+  c.micro_batch = 3;
+  CHECK(error_of([&] { simulate_parallel_step(c, dev, comm); }) ==
+        "--micro-batch: 3 does not divide the per-replica batch 4 (--global-batch 8 / 2 replicas); expected a "
+        "micro-batch that divides the per-replica batch");
+  c = config(m, MeshSizes{1, 1, 1, 1, 1}, 4);
+  c.schedule = PipelineSchedule{ScheduleKind::interleaved, 2};
+  CHECK(error_of([&] { simulate_parallel_step(c, dev, comm); }) ==
+        "--schedule: interleaved:2 with pp=1; expected pp >= 2 for the interleaved schedule");
+  struct Sized final : CommModel {
+    double time_s(coll::OpKind, std::uint64_t, const std::vector<int>&) override { return 0; }
+    [[nodiscard]] std::optional<std::size_t> devices() const override { return 8; }
+  } sized;
+  c = config(m, MeshSizes{2, 2, 1, 1, 1}, 4);
+  CHECK(error_of([&] { simulate_parallel_step(c, dev, sized); }) ==
+        "--mesh: dp x tp x pp x cp x ep = 4 devices on a topology of 8; expected a mesh whose product is the device count");
+}
