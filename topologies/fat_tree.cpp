@@ -163,6 +163,7 @@ void register_fat_tree_builders(std::vector<BuilderInfo>& r) {
         {"nvls", ParamType::boolean, "", "0", "the NVSwitches reduce in the network (NVLink SHARP)"},
         {"nic_bw", ParamType::rate, "B/s", std::nullopt, "NIC bandwidth per GPU, per direction"},
         {"ib_lat", ParamType::time, "s", std::nullopt, "latency of each InfiniBand link"},
+        {"nic_class", ParamType::choice, "", "ib", "link class of the NICs, rail leaves and spines: ib (InfiniBand) or ethernet (RoCE, EFA, TCPXO)", {"ib", "ethernet"}},
         {"spines", ParamType::integer, "switches", "1", "spine switches (each rail leaf has one uplink to each)"},
         {"oversubscription", ParamType::integer, "ratio", "1", "leaf downlink : uplink bandwidth (1 = non-blocking)"},
         {"cross_rail", ParamType::choice, "", "pxn", "route between different rails: pxn (NVLink to the destination's rail first) or spine", {"pxn", "spine"}},
@@ -175,6 +176,7 @@ void register_fat_tree_builders(std::vector<BuilderInfo>& r) {
       const bool nvls = p.boolean("nvls");
       const double nic_bw = p.rate_Bps("nic_bw");
       const double ib_lat = p.seconds("ib_lat");
+      const LinkClass nic_cls = link_class_from_string(p.choice("nic_class"), p.where("nic_class"));
       const long spines = p.integer("spines");
       const long over = p.integer("oversubscription");
       const bool pxn = p.choice("cross_rail") == "pxn";
@@ -208,7 +210,7 @@ void register_fat_tree_builders(std::vector<BuilderInfo>& r) {
       for (long n = 0; n < nodes; ++n) {
         for (long k = 0; k < g; ++k) {
           const auto gpu = static_cast<std::size_t>(n * g + k);
-          const LinkId l = t.add_duplex(static_cast<NodeId>(gpu), leaf[static_cast<std::size_t>(k)], nic_bw, ib_lat, LinkClass::ib);
+          const LinkId l = t.add_duplex(static_cast<NodeId>(gpu), leaf[static_cast<std::size_t>(k)], nic_bw, ib_lat, nic_cls);
           rr->rail_up[gpu] = l;
           rr->rail_down[gpu] = l + 1;
         }
@@ -218,7 +220,7 @@ void register_fat_tree_builders(std::vector<BuilderInfo>& r) {
         for (long s = 0; s < spines; ++s) spine.push_back(t.add_switch(Node{fmt::format("spine{}", s), NodeKind::switch_node, {}, {}, false}));
         for (long k = 0; k < g; ++k) {
           for (long s = 0; s < spines; ++s) {
-            const LinkId l = t.add_duplex(leaf[static_cast<std::size_t>(k)], spine[static_cast<std::size_t>(s)], uplink_bw, ib_lat, LinkClass::ib);
+            const LinkId l = t.add_duplex(leaf[static_cast<std::size_t>(k)], spine[static_cast<std::size_t>(s)], uplink_bw, ib_lat, nic_cls);
             rr->leaf_up.push_back(l);
             rr->spine_down.push_back(l + 1);
           }

@@ -119,6 +119,9 @@ std::optional<nlohmann::json> family_object(const PresetFamily& p, long size) {
       o = {{"builder", "rail_optimized"}, {"nodes", size / g}, {"gpus_per_node", g}, {"nvlink_bw", f.at("nvlink_bw")},
            {"nvlink_lat", f.at("nvlink_lat")}, {"nvls", f.at("nvls")}, {"nic_bw", f.at("nic_bw")},
            {"ib_lat", f.at("ib_lat")}, {"spines", f.at("spines")}, {"oversubscription", f.at("oversubscription")}};
+      // The NICs' link class where the family names one (EFA, TCPXO: ethernet); else the
+      // builder's default (ib).
+      if (f.contains("nic_class")) o["nic_class"] = f.at("nic_class");
     }
     return o;
   }

@@ -270,22 +270,18 @@ std::vector<CollectiveResult> run_collective(const CollectiveOptions& o) {
       CollectiveResult& r = rows[g];
       coll::AnalyticalCost cost;
       std::string shown;  // the name printed, when not the registered algorithm's
-      if (o.algorithm == "auto" && !coll::nccl_unsupported(t, ops[g])) {
+      coll::NcclOptions no;
+      if (o.algorithm == "auto" && !o.nccl_algo.empty()) no.allowed = coll::nccl_algo_mask(o.nccl_algo, "--nccl-algo");
+      std::optional<coll::NcclAuto> nccl;
+      if (o.algorithm == "auto") nccl = coll::nccl_auto(t, ops[g], no);
+      if (nccl) {
         // GPU topology: NCCL's own model and choice (models/collectives/nccl_model.hpp); at flow
         // fidelity the registered schedule closest to NCCL's algorithm runs.
-        coll::NcclOptions no;
-        if (!o.nccl_algo.empty()) no.allowed = coll::nccl_algo_mask(o.nccl_algo, "--nccl-algo");
-        const auto pred = coll::nccl_predict(t, ops[g], no);
-        const coll::Algorithm* sched = &coll::find_algorithm(pred.schedule, kind, "--algorithm auto");
-        if (sched->unsupported(t, ops[g])) sched = &coll::find_algorithm(kind == coll::OpKind::alltoall ? "direct" : "ring", kind, "--algorithm auto");
-        algos[g] = sched;
-        cost.time_s = pred.time_s;
-        cost.latency_s = pred.latency_s;
-        cost.bandwidth_s = pred.bandwidth_s;
-        cost.formula = pred.formula;
-        r.why = pred.why;
-        shown = "nccl:" + pred.name;
-        if (o.fidelity == "flow") r.schedule = sched->name();
+        algos[g] = nccl->schedule;
+        cost = nccl->cost;
+        r.why = nccl->pred.why;
+        shown = "nccl:" + nccl->pred.name;
+        if (o.fidelity == "flow") r.schedule = nccl->schedule->name();
       } else if (o.algorithm == "auto") {
         if (!o.nccl_algo.empty()) {
           throw ConfigError("--nccl-algo", fmt::format("'{}' on topology '{}'", o.nccl_algo, t.name),

@@ -305,6 +305,7 @@ const std::vector<std::unique_ptr<Algorithm>>& algorithms() {
     std::vector<std::unique_ptr<Algorithm>> v;
     v.push_back(detail::make_ring());
     v.push_back(detail::make_ring_bidir());
+    v.push_back(detail::make_ring_channels());
     v.push_back(detail::make_torus());
     v.push_back(detail::make_hierarchical());
     v.push_back(detail::make_double_binary_tree());

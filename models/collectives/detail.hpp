@@ -19,6 +19,9 @@ namespace shardsim::coll::detail {
 /// them when it is empty) follow in the order given. O(devices + members).
 std::vector<std::uint32_t> ring_of(const topo::Topology& t, const CollectiveOp& op,
                                    const std::vector<std::uint32_t>& members);
+/// The NVLink domain of every topology node: connected components over `nvlink` links
+/// (devices and NVSwitches); a node without NVLink is a domain of its own. O(V + E).
+std::vector<std::size_t> nvlink_domains(const topo::Topology& t);
 /// ring_of over the whole group.
 std::vector<std::uint32_t> ring_of(const topo::Topology& t, const CollectiveOp& op);
 
@@ -89,6 +92,7 @@ bool is_power_of_two(std::size_t n);
 
 // Factories, called by the registry in this order.
 std::unique_ptr<Algorithm> make_ring();
+std::unique_ptr<Algorithm> make_ring_channels();
 std::unique_ptr<Algorithm> make_ring_bidir();
 std::unique_ptr<Algorithm> make_torus();
 std::unique_ptr<Algorithm> make_hierarchical();

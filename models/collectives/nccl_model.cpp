@@ -70,26 +70,7 @@ View view_of(const topo::Topology& t, const CollectiveOp& op) {
     return v;
   }
   v.arch = *arch;
-  // NVLink domains: connected components over nvlink links (devices and NVSwitches).
-  const std::size_t nn = t.num_nodes();
-  std::vector<std::size_t> comp(nn, std::numeric_limits<std::size_t>::max());
-  std::size_t next = 0;
-  for (std::size_t s = 0; s < nn; ++s) {
-    if (comp[s] != std::numeric_limits<std::size_t>::max()) continue;
-    std::vector<topo::NodeId> stack{static_cast<topo::NodeId>(s)};
-    comp[s] = next;
-    while (!stack.empty()) {
-      const auto u = stack.back();
-      stack.pop_back();
-      for (auto l : t.out_links(u)) {
-        const auto& L = t.link(l);
-        if (L.cls != topo::LinkClass::nvlink || comp[L.dst] != std::numeric_limits<std::size_t>::max()) continue;
-        comp[L.dst] = next;
-        stack.push_back(L.dst);
-      }
-    }
-    ++next;
-  }
+  const auto comp = detail::nvlink_domains(t);
   for (int r : op.group) {
     const auto d = t.device(static_cast<std::size_t>(r));
     RankView rv;
@@ -115,7 +96,8 @@ View view_of(const topo::Topology& t, const CollectiveOp& op) {
 const char* schedule_for(nccl::Algo a, OpKind op) {
   if (op == OpKind::alltoall) return "direct";
   switch (a) {
-    case nccl::Algo::ring: return "ring";
+    case nccl::Algo::ring:  // one ring per channel over every NIC ("ring" where the group is one node)
+      return op == OpKind::broadcast ? "ring" : "ring-channels";
     case nccl::Algo::tree: return "double-binary-tree";
     case nccl::Algo::nvls:
     case nccl::Algo::collnet_direct:
@@ -306,6 +288,21 @@ NcclPrediction nccl_predict(const topo::Topology& t, const CollectiveOp& op, con
   out.why = fmt::format("NCCL tuning model ({} nodes x {} ranks, {}): {}", s.nodes, s.local_ranks,
                         nccl::to_string(s.arch), out.why);
   return out;
+}
+
+std::optional<NcclAuto> nccl_auto(const topo::Topology& t, const CollectiveOp& op, const NcclOptions& o) {
+  if (nccl_unsupported(t, op)) return std::nullopt;
+  NcclAuto a;
+  a.pred = nccl_predict(t, op, o);
+  a.schedule = &find_algorithm(a.pred.schedule, op.kind, "--algorithm auto");
+  if (a.schedule->unsupported(t, op)) {
+    a.schedule = &find_algorithm(op.kind == OpKind::alltoall ? "direct" : "ring", op.kind, "--algorithm auto");
+  }
+  a.cost.time_s = a.pred.time_s;
+  a.cost.latency_s = a.pred.latency_s;
+  a.cost.bandwidth_s = a.pred.bandwidth_s;
+  a.cost.formula = a.pred.formula;
+  return a;
 }
 
 }  // namespace shardsim::coll

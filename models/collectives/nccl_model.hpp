@@ -31,6 +31,7 @@
 #include <optional>
 #include <string>
 
+#include "models/collectives/algorithm.hpp"
 #include "models/collectives/collective.hpp"
 #include "models/collectives/nccl_tuning.hpp"
 #include "topologies/topology.hpp"
@@ -73,5 +74,17 @@ nccl::System nccl_system(const topo::Topology& t, const CollectiveOp& op, const 
 /// NCCL's choice and time for op. Throws ConfigError when nccl_unsupported or when the
 /// allowed algorithms offer nothing for this op.
 NcclPrediction nccl_predict(const topo::Topology& t, const CollectiveOp& op, const NcclOptions& o = {});
+
+/// `--algorithm auto` on a GPU topology, as `shardsim collective` and the step model
+/// (models/step/topology_comm.hpp) both run it: NCCL's prediction as the analytical cost, and
+/// the registered schedule that runs NCCL's choice at flow fidelity (pred.schedule; ring, or
+/// direct for all-to-all, where that schedule cannot run this group).
+struct NcclAuto {
+  NcclPrediction pred;
+  AnalyticalCost cost;                  ///< pred's time, latency and bandwidth terms
+  const Algorithm* schedule = nullptr;  ///< never null
+};
+/// nullopt when nccl_unsupported (the caller keeps the registry's choose_auto).
+std::optional<NcclAuto> nccl_auto(const topo::Topology& t, const CollectiveOp& op, const NcclOptions& o = {});
 
 }  // namespace shardsim::coll

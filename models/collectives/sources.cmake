@@ -4,6 +4,7 @@ list(APPEND SHARDSIM_MODELS_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/collective_run.cpp
   ${CMAKE_CURRENT_LIST_DIR}/algorithm.cpp
   ${CMAKE_CURRENT_LIST_DIR}/ring.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/ring_channels.cpp
   ${CMAKE_CURRENT_LIST_DIR}/torus.cpp
   ${CMAKE_CURRENT_LIST_DIR}/hierarchical.cpp
   ${CMAKE_CURRENT_LIST_DIR}/tree.cpp

@@ -4,6 +4,7 @@
 
 #include "models/collectives/collective_run.hpp"
 #include "models/collectives/flow_eval.hpp"
+#include "models/collectives/nccl_model.hpp"
 #include "sim/error.hpp"
 #include "topologies/faults.hpp"
 
@@ -21,6 +22,12 @@ TopologyComm::TopologyComm(const topo::Topology& t, Fidelity f, std::string algo
 
 const coll::Algorithm* TopologyComm::resolve(const coll::CollectiveOp& op, double& analytical_s) const {
   if (algorithm_ == "auto") {
+    // GPU topology: NCCL's model and choice for this group, as `shardsim collective --algorithm
+    // auto` (coll::nccl_auto); other topologies: the registry's fastest applicable algorithm.
+    if (auto n = coll::nccl_auto(t_, op)) {
+      analytical_s = n->cost.time_s;
+      return n->schedule;
+    }
     const auto choice = coll::choose_auto(t_, op, p_, f_ == Fidelity::flow);
     analytical_s = choice.cost.time_s;
     return choice.algorithm;

@@ -1,9 +1,13 @@
 #pragma once
 // The step model's CommModel on a real topology: each collective is costed by the
 // collectives layer (models/collectives) for the actual group of topology ranks.
-//  - analytical: the named algorithm's closed form, or with "auto" the applicable algorithm
-//    with the smallest analytical time (coll::choose_auto);
-//  - flow: the same algorithm's schedule run on the flow network (coll::evaluate_flow).
+//  - analytical: the named algorithm's closed form; with "auto" on a GPU topology NCCL's
+//    tuning model and choice for the collective's group (coll::nccl_auto: the System derived
+//    from the group's nodes, NVLink and NICs, as `shardsim collective --algorithm auto`),
+//    elsewhere (TPU, CPU, no GPU device model) the applicable algorithm with the smallest
+//    analytical time (coll::choose_auto);
+//  - flow: the same algorithm's schedule run on the flow network (coll::evaluate_flow); with
+//    auto on a GPU topology the registered schedule closest to NCCL's choice (nccl_auto).
 // Results are memoised per (kind, size, group), so a step with many same-sized collectives
 // (one per transformer layer) costs one evaluation per distinct collective.
 // This is the computation of `shardsim collective` (analysis/commands/collective_run.cpp) with
@@ -48,8 +52,8 @@ class TopologyComm final : public CommModel {
   [[nodiscard]] std::size_t evaluations() const { return memo_.size(); }
 
  private:
-  /// The algorithm for a collective (`auto`: the fastest applicable, analytical time in
-  /// `analytical_s`); throws ConfigError for a named algorithm that cannot run it.
+  /// The algorithm for a collective (`auto`: NCCL's schedule on a GPU topology, else the
+  /// fastest applicable; analytical time in `analytical_s`); throws ConfigError for a named algorithm that cannot run it.
   const coll::Algorithm* resolve(const coll::CollectiveOp& op, double& analytical_s) const;
   friend class FlowRunner;
   const topo::Topology& t_;

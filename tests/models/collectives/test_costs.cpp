@@ -130,6 +130,7 @@ TEST_CASE("auto choice: smallest analytical time, with every candidate's time or
   std::string expect;
   for (const char* a : {"ring", "ring-bidir", "torus"}) {
     expect += fmt::format("{}{}: {}", expect.empty() ? "" : ", ", a, units::format_seconds(cost(a, tor, op)));
+    if (std::string(a) == "ring-bidir") expect += ", ring-channels: n/a (one rank per node (NVLink domain): one channel, the plain ring)";
   }
   expect += " (chosen), hierarchical: n/a (topology 'torus:dims=4x4,bw=100GB/s,lat=1us' has no device groups)";
   CHECK(c.why.starts_with(expect));

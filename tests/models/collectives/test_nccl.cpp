@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "models/collectives/flow_eval.hpp"
 #include "models/collectives/nccl_model.hpp"
 #include "models/collectives/nccl_tuning.hpp"
 #include "sim/error.hpp"
@@ -164,4 +165,41 @@ TEST_CASE("the NCCL model applies only to NVIDIA GPU topologies") {
                        "CollNetChain, NVLS, NVLSTree, PAT",
                        ConfigError);
   CHECK(nccl_algo_mask("ring, nvlstree", "t") == ((1u << 1) | (1u << 5)));
+}
+
+TEST_CASE("ring-channels at flow fidelity: one ring per rail, every NIC busy, NCCL's Ring/Simple bandwidth") {
+  // 2 nodes x 8 GPUs, NVLink 4000 GB/s per GPU, one 50 GB/s NIC per GPU: NIC-bound. Channel c
+  // crosses between nodes on rail c only, so each of the 8 rails carries 1/8 of every step:
+  // a ring step moves S/n per rank at 8 x 50 GB/s, and the bandwidth term of the all-reduce is
+  // 2(n-1)/n S / (8 x 50 GB/s). The plain ring crosses on one rail: 8x that.
+  const auto t = topo::make_topology(fast_nvlink_2x8(), "t");
+  const std::uint64_t S = 4ull << 30;
+  const auto op = op_of(OpKind::allreduce, 16, S);
+  FlowOptions fo;
+  const auto& rc = find_algorithm("ring-channels", OpKind::allreduce, "test");
+  REQUIRE_FALSE(rc.unsupported(t, op));
+  const double channels_s = evaluate_flow(t, op, rc.build(t, op, {}), fo).time_s;
+  const double ring_s = evaluate_flow(t, op, find_algorithm("ring", OpKind::allreduce, "test").build(t, op, {}), fo).time_s;
+  const double n = 16, nic = 50e9;
+  const double bw_term = 2 * (n - 1) / n * static_cast<double>(S) / (8 * nic);
+  // Latency: 30 steps of a few microseconds (< 0.5 % of 20 ms).
+  CHECK(channels_s >= bw_term);
+  CHECK(channels_s <= bw_term * 1.005);
+  CHECK(ring_s >= 8 * bw_term);
+  // The closed form of ring-channels (step_hop over all channels at once) agrees.
+  CHECK(rc.analytical(t, op, {}).time_s == doctest::Approx(channels_s).epsilon(0.005));
+  // NCCL's Ring/Simple: busbw = min(NVLink x 0.824, 8 NICs x IB wire efficiency) = 397.5 GB/s
+  // (nccl_model.hpp) against the flow's 400 GB/s line rate (0.63 %), plus NCCL's latency terms
+  // (about 0.5 % at 4 GiB): the two fidelities agree within 2 %.
+  NcclOptions o;
+  o.allowed = nccl_algo_mask("Ring", "test");
+  const auto p = nccl_predict(t, op, o);
+  CHECK(p.name == "Ring/Simple");
+  CHECK(p.system.ring_GBps == doctest::Approx(8 * 50 * kIbEff));
+  CHECK(std::abs(channels_s - p.time_s) / p.time_s < 0.02);
+  // auto schedules NCCL's ring as ring-channels across nodes, the plain ring inside one.
+  CHECK(nccl_auto(t, op, o)->schedule->name() == "ring-channels");
+  CHECK(nccl_auto(t, op_of(OpKind::allreduce, 8, S), o)->schedule->name() == "ring");
+  CHECK(rc.unsupported(t, op_of(OpKind::allreduce, 8, S)).value() ==
+        "the group lies in one NVLink domain (one node): nothing to stripe over NICs (ring)");
 }

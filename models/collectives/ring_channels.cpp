@@ -1,0 +1,194 @@
+// NCCL's ring across nodes: one ring per channel, the channels striped over every NIC of a
+// node (NCCL src/graph/search.cc builds one ring graph per channel, each entering and leaving
+// a node through one NIC, and ncclTopoCompute spreads the channels over the node's NICs; see
+// docs/collectives.md, issue 14). A node is an NVLink domain (devices joined by `nvlink`
+// links, as the NCCL backend reads it, nccl_model.hpp).
+//
+// With C = the group's ranks per node (one NIC per GPU on every preset), channel c is the ring
+// over the nodes in ring_of order, each node's ranks in ring_of order rotated by c: the ring
+// enters a node at its local rank c and leaves it from local rank c-1 to the next node's local
+// rank c, so the hop between nodes crosses on rail c (rail_optimized, PXN: NVLink to the local
+// GPU of rail c, then its NIC; nccl 2.12 release notes). Every channel carries S/C:
+//   all-reduce      = 2(n-1) (alpha + S/(C n B_c)), B_c = a channel's bottleneck bandwidth:
+//                     min(NIC, NVLink / C) per channel, so a step moves S/n at
+//                     min(C x NIC, NVLink) (each NIC carries one channel, each GPU's NVLink
+//                     port all C);
+//   reduce-scatter  = (n-1) (alpha + S/(C n B_c)) + (n-1) S/(n gamma);  all-gather the same
+//                     without gamma.
+// alpha and B_c come from detail::step_hop over one step of all C rings at once.
+#include <fmt/format.h>
+
+#include <limits>
+#include <map>
+
+#include "models/collectives/detail.hpp"
+
+namespace shardsim::coll::detail {
+
+std::vector<std::size_t> nvlink_domains(const topo::Topology& t) {
+  const std::size_t nn = t.num_nodes();
+  constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+  std::vector<std::size_t> comp(nn, kNone);
+  std::size_t next = 0;
+  for (std::size_t s = 0; s < nn; ++s) {
+    if (comp[s] != kNone) continue;
+    std::vector<topo::NodeId> stack{static_cast<topo::NodeId>(s)};
+    comp[s] = next;
+    while (!stack.empty()) {
+      const auto u = stack.back();
+      stack.pop_back();
+      for (auto l : t.out_links(u)) {
+        const auto& L = t.link(l);
+        if (L.cls != topo::LinkClass::nvlink || comp[L.dst] != kNone) continue;
+        comp[L.dst] = next;
+        stack.push_back(L.dst);
+      }
+    }
+    ++next;
+  }
+  return comp;
+}
+
+namespace {
+
+using U = std::uint32_t;
+
+struct Layout {
+  std::vector<std::vector<U>> rings;  ///< one per channel
+  std::optional<std::string> why_not;
+};
+
+Layout layout_of(const topo::Topology& t, const CollectiveOp& op) {
+  Layout out;
+  const auto comp = nvlink_domains(t);
+  std::vector<std::vector<U>> nodes;
+  std::map<std::size_t, std::size_t> index;
+  for (U r : ring_of(t, op)) {
+    const auto d = comp[t.device(static_cast<std::size_t>(op.group[r]))];
+    auto [it, fresh] = index.emplace(d, nodes.size());
+    if (fresh) nodes.emplace_back();
+    nodes[it->second].push_back(r);
+  }
+  if (nodes.size() < 2) {
+    out.why_not = "the group lies in one NVLink domain (one node): nothing to stripe over NICs (ring)";
+    return out;
+  }
+  const std::size_t c = nodes.front().size();
+  for (const auto& n : nodes) {
+    if (n.size() != c) {
+      out.why_not = "the group's nodes (NVLink domains) hold different numbers of its ranks";
+      return out;
+    }
+  }
+  if (c < 2) {
+    out.why_not = "one rank per node (NVLink domain): one channel, the plain ring";
+    return out;
+  }
+  for (std::size_t ch = 0; ch < c; ++ch) {
+    std::vector<U> ring;
+    for (const auto& n : nodes) {
+      for (std::size_t k = 0; k < c; ++k) ring.push_back(n[(ch + k) % c]);
+    }
+    out.rings.push_back(std::move(ring));
+  }
+  return out;
+}
+
+class RingChannels final : public Algorithm {
+ public:
+  [[nodiscard]] std::string name() const override { return "ring-channels"; }
+  [[nodiscard]] std::string description() const override {
+    return "NCCL's ring across nodes: one ring per channel (one per GPU of a node), each crossing between "
+           "nodes on its own NIC/rail, each on S/C of the data";
+  }
+  [[nodiscard]] std::vector<OpKind> ops() const override {
+    return {OpKind::allreduce, OpKind::reducescatter, OpKind::allgather};
+  }
+  [[nodiscard]] std::optional<std::string> unsupported(const topo::Topology& t,
+                                                       const CollectiveOp& op) const override {
+    validate_op(t, op);
+    return layout_of(t, op).why_not;
+  }
+
+  [[nodiscard]] Schedule build(const topo::Topology& t, const CollectiveOp& op, const CostParams&) const override {
+    const auto L = checked(t, op);
+    Schedule s;
+    s.algorithm = name();
+    s.ranks = op.group.size();
+    const double S = static_cast<double>(op.size_bytes), n = static_cast<double>(op.group.size());
+    const double C = static_cast<double>(L.rings.size());
+    const U rep = static_cast<U>(op.group.size() - 1);
+    auto phase = [&](bool reduce, const char* label) {
+      // The reduction of S/n per step per rank is counted once (on the first channel's step).
+      Step st = ring_step(L.rings[0], +1, S / (C * n), reduce ? S / n : 0.0, rep, label);
+      for (std::size_t c = 1; c < L.rings.size(); ++c) merge_into(st, ring_step(L.rings[c], +1, S / (C * n), 0.0, rep, label));
+      s.steps.push_back(std::move(st));
+    };
+    if (op.kind != OpKind::allgather) phase(true, "reduce-scatter");
+    if (op.kind != OpKind::reducescatter) phase(false, "all-gather");
+    return s;
+  }
+
+  [[nodiscard]] AnalyticalCost analytical(const topo::Topology& t, const CollectiveOp& op,
+                                          const CostParams& p) const override {
+    const auto L = checked(t, op);
+    Cost c(p);
+    const double S = static_cast<double>(op.size_bytes), nn = static_cast<double>(op.group.size());
+    const double C = static_cast<double>(L.rings.size());
+    Step st = ring_step(L.rings[0], +1, 0, 0, 1, "");
+    for (std::size_t k = 1; k < L.rings.size(); ++k) merge_into(st, ring_step(L.rings[k], +1, 0, 0, 1, ""));
+    const Hop h = step_hop(t, op, st.transfers, p);
+    const double steps = op.kind == OpKind::allreduce ? 2.0 * (nn - 1) : nn - 1;
+    const double red_steps = op.kind == OpKind::allgather ? 0.0 : nn - 1;
+    c.steps(steps, h, S / (C * nn), 0);
+    c.steps(red_steps, Hop{0, h.bw_Bps, 0, 0}, 0, S / nn);
+    return c.done(fmt::format("{} (alpha + S/(C n B_c)){} with n = {}, C = {} channels, alpha = {}, B_c = {}, S = {} B",
+                              op.kind == OpKind::allreduce ? "2(n-1)" : "(n-1)",
+                              red_steps > 0 ? " + (n-1) S/(n gamma)" : "", op.group.size(), L.rings.size(),
+                              fs(h.alpha_s), fbw(h.bw_Bps), op.size_bytes));
+  }
+
+  [[nodiscard]] DataPlan data_plan(const topo::Topology& t, const CollectiveOp& op) const override {
+    const auto L = checked(t, op);
+    const std::size_t n = op.group.size();
+    DataPlan d;
+    // Unit c n + r: channel c's share of rank r's slice, owned (fully reduced) by rank r.
+    d.units = static_cast<U>(L.rings.size() * n);
+    for (U u = 0; u < d.units; ++u) d.owner.push_back(u % static_cast<U>(n));
+    auto phase = [&](bool reduce) {
+      for (std::size_t s = 0; s + 1 < n; ++s) {
+        const auto ss = static_cast<std::ptrdiff_t>(s);
+        std::vector<PlanTransfer> step;
+        for (std::size_t c = 0; c < L.rings.size(); ++c) {
+          const auto& ring = L.rings[c];
+          auto at = [&](std::size_t q, std::ptrdiff_t off) {
+            const auto m = static_cast<std::ptrdiff_t>(n);
+            return ring[static_cast<std::size_t>(((static_cast<std::ptrdiff_t>(q) + off) % m + m) % m)];
+          };
+          for (std::size_t q = 0; q < n; ++q) {
+            const U unit = reduce ? at(q, -ss - 1) : at(q, -ss);
+            step.push_back(PlanTransfer{ring[q], at(q, 1), {static_cast<U>(c * n) + unit}, reduce});
+          }
+        }
+        d.steps.push_back(std::move(step));
+      }
+    };
+    if (op.kind != OpKind::allgather) phase(true);
+    if (op.kind != OpKind::reducescatter) phase(false);
+    return d;
+  }
+
+ private:
+  Layout checked(const topo::Topology& t, const CollectiveOp& op) const {
+    validate_op(t, op);
+    auto L = layout_of(t, op);
+    if (L.why_not) throw ConfigError("--algorithm ring-channels", *L.why_not, "a group spanning nodes, the same ranks on each");
+    return L;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Algorithm> make_ring_channels() { return std::make_unique<RingChannels>(); }
+
+}  // namespace shardsim::coll::detail
