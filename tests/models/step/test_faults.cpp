@@ -75,7 +75,7 @@ TEST_CASE("a half-rate link in one sharding subgroup slows that subgroup's colle
   const auto f = topo::apply_faults(t, topo::parse_faults(t, "link:d3-sw:0.5", "--faults"));
   step::Workload w;
   w.name = "one-unit";
-  w.ops = {{step::OpPhase::forward, 0, 1e9, 0, 100, {}}, {step::OpPhase::backward, 0, 2e9, 0, 0, {}}};
+  w.ops = {{step::OpPhase::forward, 0, 1e9, 0, 100, {}, {}}, {step::OpPhase::backward, 0, 2e9, 0, 0, {}, {}}};
   w.params = {{"u0.w", 1 << 20, 0, 0, 0}};
   step::StepConfig c;
   c.strategy = step::Strategy::sharded;
@@ -128,7 +128,7 @@ TEST_CASE("a fault that disconnects a process group is an error naming the link 
   const auto f = topo::apply_faults(t, topo::parse_faults(t, "link:d1-sw:0.5;down:d3-sw", "--faults"));
   step::Workload w;
   w.name = "one-unit";
-  w.ops = {{step::OpPhase::forward, 0, 1e9, 0, 100, {}}, {step::OpPhase::backward, 0, 2e9, 0, 0, {}}};
+  w.ops = {{step::OpPhase::forward, 0, 1e9, 0, 100, {}, {}}, {step::OpPhase::backward, 0, 2e9, 0, 0, {}, {}}};
   w.params = {{"u0.w", 1000, 0, 0, 0}};
   step::StepConfig c;
   c.optimizer = &opt::find_optimizer("sgd", "t");
