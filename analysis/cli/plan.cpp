@@ -122,6 +122,10 @@ void run_mesh_plan(PlanCliOptions& o) {
   r.precision = d.precision;
   if (d.fidelity != "analytical") throw ConfigError("--fidelity", d.fidelity + " with --search mesh", "analytical");
   if (!o.buckets.empty()) throw ConfigError("--buckets", o.buckets + " with --search mesh", "--search dp for bucket sizes");
+  if (o.reliability) {
+    throw ConfigError("--reliability", "with --search mesh (the default for a transformer)",
+                      "--search dp: goodput is computed for the data-parallel search's candidates");
+  }
   if (!o.micro_batches.empty()) {
     r.micro_batches.clear();
     for (const auto& m : split(o.micro_batches)) {

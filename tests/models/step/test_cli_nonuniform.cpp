@@ -77,7 +77,12 @@ TEST_CASE("--slow-ranks: a rank at half speed makes the step slower and is not f
 
 TEST_CASE("plan --reliability: goodput and expected time to train per Pareto candidate") {
   const std::string plan = "plan --model gpt3-125m --steps 1000 --global-batch 64 --hardware dgx-h100-64 "
-                           "--strategies replicated --reliability --json ";
+                           "--strategies replicated --search dp --reliability --json ";
+  // The mesh search (the default for a transformer) has no goodput rows: an error, not silence.
+  const auto mesh = run_shardsim("plan --model gpt3-125m --steps 1000 --global-batch 64 --hardware dgx-h100-64 "
+                                 "--reliability --storage-bandwidth 10GB/s");
+  CHECK(mesh.status == 2);
+  CHECK(mesh.out.find("--reliability: with --search mesh") != std::string::npos);
   const auto missing = run_shardsim(plan);
   CHECK(missing.status == 2);
   CHECK(missing.out.find("--storage-bandwidth: missing with --reliability") != std::string::npos);
@@ -143,7 +148,7 @@ TEST_CASE("plot data: step-time quantiles appended per size, goodput against the
   CHECK(run_shardsim(kStep + "--quantiles-csv " + dir + "/q2.csv").status == 2);  // needs --samples
 
   const auto g = run_shardsim("plan --model gpt3-125m --steps 1000 --global-batch 64 --hardware dgx-h100-64 "
-                              "--strategies replicated --reliability --storage-bandwidth 1GB/s --goodput-csv " + dir + "/g.csv --json");
+                              "--strategies replicated --search dp --reliability --storage-bandwidth 1GB/s --goodput-csv " + dir + "/g.csv --json");
   REQUIRE(g.status == 0);
   const double daly = nlohmann::json::parse(g.out).at("reliability").at(0).at("goodput").get<double>();
   std::ifstream gf(dir + "/g.csv");
