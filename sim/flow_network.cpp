@@ -9,6 +9,33 @@
 
 namespace shardsim::sim {
 
+namespace {
+
+// Ascending sort of flow ids: std::sort below 1024 ids, else an LSD radix sort (three passes
+// of 11 bits over the 32-bit ids; stable, so the result is the same sorted sequence). Large
+// finish-time buckets (a striped ring's channels finish together) made std::sort a third of
+// a 1,024-rank flow step (perf, 2026-12-01).
+void sort_ids(std::vector<std::uint32_t>& v) {
+  if (v.size() < 1024) {
+    std::sort(v.begin(), v.end());
+    return;
+  }
+  thread_local std::vector<std::uint32_t> tmp;
+  tmp.resize(v.size());
+  std::vector<std::uint32_t>* src = &v;
+  std::vector<std::uint32_t>* dst = &tmp;
+  for (unsigned shift = 0; shift < 33; shift += 11) {
+    std::uint32_t count[2049] = {};
+    for (const std::uint32_t x : *src) ++count[((x >> shift) & 2047U) + 1];
+    for (std::size_t i = 1; i < 2049; ++i) count[i] += count[i - 1];
+    for (const std::uint32_t x : *src) (*dst)[count[(x >> shift) & 2047U]++] = x;
+    std::swap(src, dst);
+  }
+  if (src != &v) v.swap(*src);  // three passes: the result is in tmp
+}
+
+}  // namespace
+
 void FlowNetwork::LinkFlows::grow() {
   const std::uint32_t cap = cap_ * 2;
   auto* heap = new FlowId[cap];
@@ -387,7 +414,7 @@ void FlowNetwork::on_timer() {
     if (std::is_sorted(due.begin(), due.end(), std::greater<>())) {
       std::reverse(due.begin(), due.end());
     } else if (!std::is_sorted(due.begin(), due.end())) {
-      std::sort(due.begin(), due.end());
+      sort_ids(due);
     }
     for (FlowId f : due) {
       Flow& fl = flows_[f];
