@@ -135,7 +135,11 @@ StepOptions parse_step_options(const json& j, const std::vector<std::string>& sk
   if (!j.is_object()) throw ConfigError("step options", j.dump(), "a JSON object of options");
   const auto& table = step_option_table();
   StepOptions o;
-  for (const auto& [key, v] : j.items()) {
+  for (const auto& item : j.items()) {
+    // Plain references, not a structured binding: clang 14 (the ASan build) cannot capture a
+    // binding in the lambdas below.
+    const std::string& key = item.key();
+    const json& v = item.value();
     if (std::find(skip.begin(), skip.end(), key) != skip.end()) continue;
     const auto it = std::find_if(table.begin(), table.end(), [&](const StepOptionSpec& s) { return key == s.key; });
     if (it == table.end()) {
