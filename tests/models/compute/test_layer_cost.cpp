@@ -56,7 +56,8 @@ TEST_CASE("layer kernels: the GEMMs carry the layer's matmul FLOPs, split over t
   s.tp = 8;
   CHECK(gemm_flops(compute::layer_ops(s)) == doctest::Approx(expected / 8));
   // The attention core: heads / tp query heads, one K/V head per rank (8 / 8).
-  const auto& a = *compute::layer_ops(s)[2].shape.attention;
+  const auto ops_tp8 = compute::layer_ops(s);  // kept alive: `a` refers into it (ASan)
+  const auto& a = *ops_tp8[2].shape.attention;
   CHECK(a.heads == 4);
   CHECK(a.kv_heads == 1);
   s.tp = 3;
