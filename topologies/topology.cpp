@@ -162,6 +162,18 @@ void Topology::set_link_bandwidth(LinkId l, double bandwidth_Bps) {
   clear_routes();
 }
 
+void Topology::set_link_latency(LinkId l, double latency_s) {
+  if (l >= links_.size()) {
+    throw ConfigError(fmt::format("link {}", l), "a link id past the last link", fmt::format("ids below {}", links_.size()));
+  }
+  if (!(latency_s >= 0) || !std::isfinite(latency_s)) {
+    throw ConfigError(fmt::format("link {}->{}", nodes_[links_[l].src].name, nodes_[links_[l].dst].name),
+                      fmt::format("latency {} s", latency_s), "a latency of zero or more");
+  }
+  links_[l].latency_s = latency_s;
+  clear_routes();
+}
+
 void Topology::set_router(std::shared_ptr<const Router> r) {
   router_ = std::move(r);
   clear_routes();
@@ -171,12 +183,12 @@ const Route& Topology::route(NodeId src, NodeId dst) const {
   const std::size_t nn = nodes_.size();
   const bool dense = nn <= kDenseRouteNodes && src < nn && dst < nn;
   if (dense) {
-    if (route_dense_.empty()) route_dense_.assign(nn * nn, nullptr);
-    if (const Route* r = route_dense_[static_cast<std::size_t>(src) * nn + dst]) return *r;
+    if (routes_.dense.empty()) routes_.dense.assign(nn * nn, nullptr);
+    if (const Route* r = routes_.dense[static_cast<std::size_t>(src) * nn + dst]) return *r;
   }
   const std::uint64_t key = (static_cast<std::uint64_t>(src) << 32) | dst;
-  auto it = route_cache_.find(key);
-  if (it != route_cache_.end()) return it->second;
+  auto it = routes_.map.find(key);
+  if (it != routes_.map.end()) return it->second;
   Route r;
   if (src != dst) router_->route(*this, src, dst, r.links);
   r.bottleneck_Bps = std::numeric_limits<double>::infinity();
@@ -184,8 +196,8 @@ const Route& Topology::route(NodeId src, NodeId dst) const {
     r.latency_s += links_[l].latency_s;
     r.bottleneck_Bps = std::min(r.bottleneck_Bps, links_[l].bandwidth_Bps);
   }
-  const Route& stored = route_cache_.emplace(key, std::move(r)).first->second;
-  if (dense) route_dense_[static_cast<std::size_t>(src) * nn + dst] = &stored;
+  const Route& stored = routes_.map.emplace(key, std::move(r)).first->second;
+  if (dense) routes_.dense[static_cast<std::size_t>(src) * nn + dst] = &stored;
   return stored;
 }
 
