@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <deque>
 #include <limits>
 #include <optional>
 #include <unordered_map>
@@ -37,24 +36,6 @@ class FaultRouter final : public Router {
   }
   [[nodiscard]] std::string name() const override { return inner_->name() + "+faults"; }
 
-  // Nodes reachable from src over links that are up (devices relay only if devices_forward).
-  void reach(const Topology& t, NodeId src, std::vector<char>& seen) const {
-    seen.assign(t.num_nodes(), 0);
-    std::deque<NodeId> q{src};
-    seen[src] = 1;
-    while (!q.empty()) {
-      const NodeId u = q.front();
-      q.pop_front();
-      if (u != src && t.node(u).kind == NodeKind::device && !t.devices_forward) continue;
-      for (LinkId l : t.out_links(u)) {
-        const NodeId v = t.link(l).dst;
-        if (down_[l] || seen[v]) continue;
-        seen[v] = 1;
-        q.push_back(v);
-      }
-    }
-  }
-
   // The down items on an intact route (all down items when the route has none of them).
   [[nodiscard]] std::string down_on(const std::vector<LinkId>& route) const {
     std::string s;
@@ -75,6 +56,8 @@ class FaultRouter final : public Router {
   [[nodiscard]] const FaultSet& faults() const { return faults_; }
   [[nodiscard]] const Router& inner() const { return *inner_; }
   [[nodiscard]] bool any_down() const { return std::any_of(down_.begin(), down_.end(), [](char c) { return c != 0; }); }
+  /// Per link: non-zero where the link is down (the skip mask of shortest_path, hop_distances).
+  [[nodiscard]] const std::vector<char>& down() const { return down_; }
 
  private:
   std::shared_ptr<const Router> inner_;
@@ -247,13 +230,12 @@ const FaultSet* faults_of(const Topology& t) {
 void check_group(const Topology& t, const std::vector<int>& group) {
   const auto* fr = dynamic_cast<const FaultRouter*>(&t.router());
   if (fr == nullptr || !fr->any_down() || group.size() < 2) return;
-  std::vector<char> seen;
   for (const int a : group) {
     const NodeId na = t.device(static_cast<std::size_t>(a));
-    fr->reach(t, na, seen);
+    const auto dist = hop_distances(t, na, &fr->down());  // over the links that are up
     for (const int b : group) {
       const NodeId nb = t.device(static_cast<std::size_t>(b));
-      if (a == b || seen[nb]) continue;
+      if (a == b || dist[nb] >= 0) continue;
       std::vector<LinkId> intact;
       std::string down;
       try {
