@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
 #include <limits>
 #include <optional>
 #include <unordered_map>
+
+#include "sim/text/strings.hpp"
 
 namespace shardsim::topo {
 
@@ -64,14 +64,6 @@ class FaultRouter final : public Router {
   FaultSet faults_;
   std::vector<char> down_;  // per link
 };
-
-std::optional<double> to_double(std::string_view s) {
-  double v = 0;
-  const auto* end = s.data() + s.size();
-  const auto [p, ec] = std::from_chars(s.data(), end, v);
-  if (ec != std::errc() || p != end || !std::isfinite(v)) return std::nullopt;
-  return v;
-}
 
 std::vector<std::string_view> split(std::string_view s, char sep) {
   std::vector<std::string_view> out;
@@ -174,7 +166,7 @@ FaultSet parse_faults(const Topology& t, const std::string& spec, const std::str
     f.item = item;
     auto parts = split(raw, ':');
     auto fraction = [&](std::string_view s) {
-      const auto v = to_double(s);
+      const auto v = text::to_double(s);
       if (!v || !(*v > 0) || *v > 1) {
         throw ConfigError(where, fmt::format("fraction '{}' in '{}'", s, item),
                           "a fraction of the rate in (0, 1] (down:NAME takes a link down)");
