@@ -61,15 +61,19 @@ class ShortestPathRouter final : public Router {
 
 }  // namespace
 
-bool shortest_path(const Topology& t, NodeId src, NodeId dst, const std::vector<char>* skip, std::vector<LinkId>& out) {
-  // Breadth-first search by hop count; out-links are visited in insertion (LinkId) order,
-  // so ties go to the lowest LinkId and the result is deterministic.
-  const std::size_t n = t.num_nodes();
-  std::vector<LinkId> via(n, std::numeric_limits<LinkId>::max());
-  std::vector<char> seen(n, 0);
+namespace {
+
+// The layer's one breadth-first search (shortest_path, hop_distances): from src by hop count;
+// out-links are visited in insertion (LinkId) order, so the first link to reach a node is the
+// lowest LinkId among its shortest paths and the result is deterministic. Links l with
+// skip[l] != 0 are not used (skip may be null). reached(v, l) is called once for every node v
+// other than src, when link l first reaches it; the search stops when it returns true.
+template <class Reached>
+void breadth_first(const Topology& t, NodeId src, const std::vector<char>* skip, Reached&& reached) {
+  std::vector<char> seen(t.num_nodes(), 0);
   std::deque<NodeId> q{src};
   seen[src] = 1;
-  while (!q.empty() && !seen[dst]) {
+  while (!q.empty()) {
     const NodeId u = q.front();
     q.pop_front();
     // Switches forward; devices relay traffic for others only where the topology says
@@ -80,15 +84,38 @@ bool shortest_path(const Topology& t, NodeId src, NodeId dst, const std::vector<
       const NodeId v = t.link(l).dst;
       if (seen[v]) continue;
       seen[v] = 1;
-      via[v] = l;
+      if (reached(v, l)) return;
       q.push_back(v);
     }
   }
-  if (!seen[dst]) return false;
+}
+
+}  // namespace
+
+bool shortest_path(const Topology& t, NodeId src, NodeId dst, const std::vector<char>* skip, std::vector<LinkId>& out) {
+  if (src == dst) return true;
+  std::vector<LinkId> via(t.num_nodes(), std::numeric_limits<LinkId>::max());
+  bool found = false;
+  breadth_first(t, src, skip, [&](NodeId v, LinkId l) {
+    via[v] = l;
+    found = v == dst;
+    return found;
+  });
+  if (!found) return false;
   const std::size_t start = out.size();
   for (NodeId v = dst; v != src; v = t.link(via[v]).src) out.push_back(via[v]);
   std::reverse(out.begin() + static_cast<std::ptrdiff_t>(start), out.end());
   return true;
+}
+
+std::vector<int> hop_distances(const Topology& t, NodeId src, const std::vector<char>* skip) {
+  std::vector<int> dist(t.num_nodes(), -1);
+  dist[src] = 0;
+  breadth_first(t, src, skip, [&](NodeId v, LinkId l) {
+    dist[v] = dist[t.link(l).src] + 1;
+    return false;
+  });
+  return dist;
 }
 
 std::shared_ptr<const Router> make_shortest_path_router() { return std::make_shared<ShortestPathRouter>(); }

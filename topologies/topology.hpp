@@ -73,6 +73,11 @@ class Router {
 /// (skip may be null). Appends it to `out` and returns true, or returns false (no path).
 bool shortest_path(const Topology& t, NodeId src, NodeId dst, const std::vector<char>* skip, std::vector<LinkId>& out);
 
+/// Hop distances from `src` to every node by the same breadth-first search (directed links,
+/// through devices only when Topology::devices_forward, skipping links l with skip[l] != 0;
+/// skip may be null); -1 where unreachable. O(V + E).
+std::vector<int> hop_distances(const Topology& t, NodeId src, const std::vector<char>* skip = nullptr);
+
 /// Shortest paths by hop count (breadth-first), ties broken by lowest LinkId. Paths pass
 /// through devices only when Topology::devices_forward is set. O(V + E) per new pair.
 std::shared_ptr<const Router> make_shortest_path_router();
