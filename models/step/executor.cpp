@@ -34,7 +34,7 @@ void ComputeProgress::change(Time now, std::int64_t new_rate) {
 Time ComputeProgress::end() const { return since + Time::from_ps((work + rate - 1) / rate); }
 
 Time contended_end(Time start, Time duration, std::span<const BusyInterval> busy, const CommContention& c) {
-  if (!c.active()) return start + duration;
+  if (!c.active() || busy.empty() || busy.back().end <= start) return start + duration;
   // The first interval that ends after `start`; intervals are sorted by end as well.
   std::size_t i = static_cast<std::size_t>(
       std::upper_bound(busy.begin(), busy.end(), start, [](Time t, const BusyInterval& b) { return t < b.end; }) -
