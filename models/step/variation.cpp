@@ -14,6 +14,7 @@
 #include "models/step/graph_builders.hpp"
 #include "models/step/rank_program.hpp"
 #include "sim/error.hpp"
+#include "sim/text/strings.hpp"
 
 namespace shardsim::step {
 
@@ -96,19 +97,8 @@ double JitterDist::sample(Rng& rng) const {
 
 namespace {
 
-std::optional<double> to_double(std::string_view s) {
-  double v = 0;
-  const auto* end = s.data() + s.size();
-  const auto [p, ec] = std::from_chars(s.data(), end, v);
-  if (ec != std::errc() || p != end || !std::isfinite(v)) return std::nullopt;
-  return v;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
+using text::to_double;
+using text::trim;  // also drops '\n', which getline has already taken off
 
 JitterDist load_histogram(const std::string& path, const std::string& where) {
   std::ifstream in(path);
