@@ -203,3 +203,58 @@ TEST_CASE("ring-channels at flow fidelity: one ring per rail, every NIC busy, NC
   CHECK(rc.unsupported(t, op_of(OpKind::allreduce, 8, S)).value() ==
         "the group lies in one NVLink domain (one node): nothing to stripe over NICs (ring)");
 }
+
+TEST_CASE("NVLS on Blackwell: the Hopper-set NVLS channel x nvlsEfficiency 0.74 / 0.85 (NCCL 2.32)") {
+  // 8 GPUs of the NVL72 preset: NVLink 5 at 18 x 50 GB/s, NCCL's 40.1 GB/s per link.
+  const auto t = topo::make_topology("gb200-nvl72", "t");
+  const std::uint64_t S = 8ull << 30;
+  const auto op = op_of(OpKind::allreduce, 8, S);
+  const auto s = nccl_system(t, op);
+  CHECK(s.arch == nccl::Arch::blackwell);
+  CHECK(s.nvls_intra_GBps == doctest::Approx(40.1 * 0.74 / 0.85));
+  NcclOptions o;
+  o.allowed = nccl_algo_mask("NVLS", "t");
+  const auto p = nccl_predict(t, op, o);
+  CHECK(p.name == "NVLS/Simple");
+  const double algbw = 16 * 40.1 * 0.74 / 0.85 * 5.0 / 6.0;  // 465.7 GB/s
+  CHECK(p.choice.bw_GBps == doctest::Approx(algbw));
+  // busbw 2 (n-1)/n x algbw = 815 GB/s (measured 839-842 on 8 x GB300, corpus); Hopper keeps
+  // the 2.23 figure (the H100 test above).
+  CHECK(algbw * 14 / 8 == doctest::Approx(815.0).epsilon(0.001));
+  CHECK(nvls_arch_factor(nccl::Arch::hopper) == 1.0);
+}
+
+TEST_CASE("NVLSTree across 2 H100 nodes: 8 heads x perChMaxNVLSTreeBw 57.7 GB/s (NCCL 2.32)") {
+  const auto t = topo::make_topology("dgx-h100-16", "t");
+  const std::uint64_t S = 16ull << 30;
+  const auto op = op_of(OpKind::allreduce, 16, S);
+  const auto s = nccl_system(t, op);
+  CHECK(s.nvls_heads == 8);  // every GPU has its NIC; at most the node's 8 GPUs
+  NcclOptions o;
+  o.allowed = nccl_algo_mask("NVLSTree", "t");
+  const auto p = nccl_predict(t, op, o);
+  CHECK(p.name == "NVLSTree/Simple");
+  // Without the cap: 16 channels x min(20.6, 24.8) x 5/6 = 274.7 GB/s of algbw (busbw 515);
+  // with it: bus 8 x 57.7 = 461.6 GB/s, algbw = bus x n / (2 (n-1)) = 246.2 GB/s (measured
+  // busbw 466-469 at 8-16 GiB on 2 x 8 H100, corpus).
+  const double uncapped = 16 * 20.6 * 5.0 / 6.0;
+  const double capped = 8 * 57.7 * 16.0 / 30.0;
+  CHECK(capped < uncapped);
+  CHECK(p.choice.bw_GBps == doctest::Approx(capped));
+  // One NVLink domain: no heads, NVLSTree off.
+  CHECK(nccl_system(t, op_of(OpKind::allreduce, 8, S)).nvls_heads == 0);
+}
+
+TEST_CASE("NVLSTree channel crosses on one NIC: nvls_inter <= one NIC's rate") {
+  // Two NVLink domains of 32 GPUs, one 400 Gb/s NIC per GPU: the node's NIC sum / 16 channels
+  // (2 NICs' worth) exceeds what one channel's head NIC carries.
+  const auto t = topo::make_topology(
+      R"({"builder":"rail_optimized","nodes":2,"gpus_per_node":32,"nvlink_bw":"900GB/s","nvlink_lat":"0.25us",)"
+      R"("nic_bw":"400Gb/s","ib_lat":"1us","spines":32,"device_model":"gb200","nvls":true})",
+      "t");
+  const auto s = nccl_system(t, op_of(OpKind::allreduce, 64, 1 << 30));
+  const double one_nic = 50.0 * kIbEff;
+  CHECK(32 * one_nic / 16 > one_nic);
+  CHECK(s.nvls_inter_GBps == doctest::Approx(one_nic));
+  CHECK(s.nvls_heads == 16);
+}
