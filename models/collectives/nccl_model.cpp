@@ -100,7 +100,7 @@ const char* schedule_for(nccl::Algo a, OpKind op) {
   switch (a) {
     case nccl::Algo::ring:  // one ring per channel over every NIC ("ring" where the group is one node)
       return op == OpKind::broadcast ? "ring" : "ring-channels";
-    case nccl::Algo::tree: return "double-binary-tree";
+    case nccl::Algo::tree: return "tree-channels";  // per channel over every NIC (one node: double-binary-tree)
     case nccl::Algo::nvls:
     case nccl::Algo::collnet_direct:
     case nccl::Algo::collnet_chain: return "in-network";
@@ -314,7 +314,10 @@ std::optional<NcclAuto> nccl_auto(const topo::Topology& t, const CollectiveOp& o
   a.pred = nccl_predict(t, op, o);
   a.schedule = &find_algorithm(a.pred.schedule, op.kind, "--algorithm auto");
   if (a.schedule->unsupported(t, op)) {
-    a.schedule = &find_algorithm(op.kind == OpKind::alltoall ? "direct" : "ring", op.kind, "--algorithm auto");
+    const char* fallback = op.kind == OpKind::alltoall              ? "direct"
+                           : a.pred.schedule == "tree-channels" ? "double-binary-tree"
+                                                                : "ring";
+    a.schedule = &find_algorithm(fallback, op.kind, "--algorithm auto");
   }
   a.cost.time_s = a.pred.time_s;
   a.cost.latency_s = a.pred.latency_s;

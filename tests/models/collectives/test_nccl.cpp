@@ -258,3 +258,34 @@ TEST_CASE("NVLSTree channel crosses on one NIC: nvls_inter <= one NIC's rate") {
   CHECK(s.nvls_inter_GBps == doctest::Approx(one_nic));
   CHECK(s.nvls_heads == 16);
 }
+
+TEST_CASE("tree-channels at flow fidelity: NCCL's Tree per rail, 2 nodes NIC-bound at S/g per NIC") {
+  // 2 nodes x 8 GPUs, NVLink 4000 GB/s, one 50 GB/s NIC per GPU. Channel c (S/8) climbs its
+  // chain to local rank c, then crosses on rail c: on 2 nodes tree A's child sends its half up
+  // and receives it back, tree B the other way round, so each NIC carries S/(2g) twice per
+  // direction: S/g = 512 MiB at 50 GB/s = 10.7 ms for S = 4 GiB (the chains move 1.75 S per
+  // GPU over NVLink: 1.9 ms). The plain double binary tree crosses on one NIC.
+  const auto t = topo::make_topology(fast_nvlink_2x8(), "t");
+  const std::uint64_t S = 4ull << 30;
+  const auto op = op_of(OpKind::allreduce, 16, S);
+  FlowOptions fo;
+  const auto& tc = find_algorithm("tree-channels", OpKind::allreduce, "test");
+  REQUIRE_FALSE(tc.unsupported(t, op));
+  const double flow_s = evaluate_flow(t, op, tc.build(t, op, {}), fo).time_s;
+  const double nic_bound = static_cast<double>(S) / 8 / 50e9;
+  CHECK(flow_s >= nic_bound);
+  // Fill (16 stages of 256 pieces) and 271 route latencies of ~2.5 us: under 6 %.
+  CHECK(flow_s <= nic_bound * 1.06);
+  // The closed form (busiest link + fill + latencies) agrees with the flow run.
+  CHECK(tc.analytical(t, op, {}).time_s == doctest::Approx(flow_s).epsilon(0.04));
+  const auto& dbt = find_algorithm("double-binary-tree", OpKind::allreduce, "test");
+  CHECK(evaluate_flow(t, op, dbt.build(t, op, {}), fo).time_s >= 3 * flow_s);
+  // NCCL's Tree runs it at flow fidelity; one node falls back to the plain double binary tree.
+  NcclOptions o;
+  o.allowed = nccl_algo_mask("Tree", "test");
+  CHECK(nccl_auto(t, op, o)->pred.name == "Tree/Simple");
+  CHECK(nccl_auto(t, op, o)->schedule->name() == "tree-channels");
+  CHECK(nccl_auto(t, op_of(OpKind::allreduce, 8, S), o)->schedule->name() == "double-binary-tree");
+  CHECK(tc.unsupported(t, op_of(OpKind::allreduce, 8, S)).value() ==
+        "the group lies in one NVLink domain (one node): nothing to stripe over NICs (tree-channels)");
+}
