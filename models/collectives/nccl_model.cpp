@@ -104,7 +104,7 @@ const char* schedule_for(nccl::Algo a, OpKind op) {
     case nccl::Algo::nvls:
     case nccl::Algo::collnet_direct:
     case nccl::Algo::collnet_chain: return "in-network";
-    case nccl::Algo::nvls_tree: return "hierarchical";
+    case nccl::Algo::nvls_tree: return "nvls-tree";
     case nccl::Algo::pat: return "rabenseifner";
   }
   return "ring";
@@ -316,6 +316,7 @@ std::optional<NcclAuto> nccl_auto(const topo::Topology& t, const CollectiveOp& o
   if (a.schedule->unsupported(t, op)) {
     const char* fallback = op.kind == OpKind::alltoall              ? "direct"
                            : a.pred.schedule == "tree-channels" ? "double-binary-tree"
+                           : a.pred.schedule == "nvls-tree"     ? "hierarchical"
                                                                 : "ring";
     a.schedule = &find_algorithm(fallback, op.kind, "--algorithm auto");
   }

@@ -87,9 +87,9 @@ NcclPrediction nccl_predict(const topo::Topology& t, const CollectiveOp& op, con
 /// `--algorithm auto` on a GPU topology, as `shardsim collective` and the step model
 /// (models/step/topology_comm.hpp) both run it: NCCL's prediction as the analytical cost, and
 /// the registered schedule that runs NCCL's choice at flow fidelity (pred.schedule: Ring ->
-/// ring-channels, Tree -> tree-channels, NVLS / CollNet -> in-network, NVLSTree -> hierarchical,
+/// ring-channels, Tree -> tree-channels, NVLS / CollNet -> in-network, NVLSTree -> nvls-tree,
 /// PAT -> rabenseifner; where that schedule cannot run this group: double-binary-tree for
-/// tree-channels, direct for all-to-all, else ring).
+/// tree-channels, hierarchical for nvls-tree, direct for all-to-all, else ring).
 struct NcclAuto {
   NcclPrediction pred;
   AnalyticalCost cost;                  ///< pred's time, latency and bandwidth terms

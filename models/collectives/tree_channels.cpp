@@ -42,11 +42,6 @@ U tree_chunks(const topo::Topology& t, const CollectiveOp& op, const CostParams&
   return static_cast<U>(std::clamp(c, 1.0, 256.0));
 }
 
-struct Stage {
-  Step step;
-  std::vector<std::vector<U>> units;  // per transfer: the data-plan units it carries
-};
-
 class TreeChannels final : public Algorithm {
  public:
   [[nodiscard]] std::string name() const override { return "tree-channels"; }
@@ -79,41 +74,7 @@ class TreeChannels final : public Algorithm {
 
   [[nodiscard]] AnalyticalCost analytical(const topo::Topology& t, const CollectiveOp& op,
                                           const CostParams& p) const override {
-    const auto st = stages(t, op);
-    Cost c(p);
-    const U C = tree_chunks(t, op, p);
-    double alpha = 0, piece_s = 0, red = 0;
-    std::map<topo::LinkId, double> load;
-    for (const auto& x : st) {
-      double stage_bw = std::numeric_limits<double>::infinity(), stage_bytes = 0;
-      for (const auto& tr : x.step.transfers) {
-        const auto& r = route_of(t, op, tr);
-        alpha = std::max(alpha, r.latency_s + p.step_overhead_s);
-        stage_bw = std::min(stage_bw, r.bottleneck_Bps);
-        stage_bytes = std::max(stage_bytes, tr.bytes);
-        for (auto l : r.links) load[l] += tr.bytes;
-      }
-      piece_s = std::max(piece_s, stage_bytes / C / stage_bw);
-      red += x.step.reduce_bytes;
-    }
-    double busiest_s = 0;
-    topo::LinkId busiest = 0;
-    for (const auto& [l, bytes] : load) {
-      const double s = bytes / t.link(l).bandwidth_Bps;
-      if (s > busiest_s) {
-        busiest_s = s;
-        busiest = l;
-      }
-    }
-    const double n_st = static_cast<double>(st.size());
-    c.c.latency_s = (n_st + C - 1) * alpha;
-    c.c.bandwidth_s = busiest_s + (n_st - 1) * piece_s;
-    c.c.reduce_s = gamma_s(red, p.reduce_Bps);
-    return c.done(fmt::format("(stages + C-1) alpha + max_link(load/B) + (stages-1) piece, stages = {}, C = {}, "
-                              "alpha = {}, busiest link {} ({} B at {}), piece = {}, S = {} B",
-                              st.size(), C, fs(alpha), busiest, load.empty() ? 0.0 : load.at(busiest),
-                              load.empty() ? std::string("-") : fbw(t.link(busiest).bandwidth_Bps), fs(piece_s),
-                              op.size_bytes));
+    return pipelined_link_bound(t, op, p, stages(t, op), tree_chunks(t, op, p));
   }
 
   [[nodiscard]] DataPlan data_plan(const topo::Topology& t, const CollectiveOp& op) const override {
@@ -148,7 +109,6 @@ class TreeChannels final : public Algorithm {
     const double per_channel = S / static_cast<double>(g), per_tree = per_channel / 2;
     // Position p of channel c's chain on node k.
     auto at = [&](std::size_t k, std::size_t c, std::size_t p) { return nodes[k][(c + p) % g]; };
-    const auto tr = make_double_trees(N);
     std::vector<Stage> out;
     auto chain = [&](std::size_t from, std::size_t to, bool reduce) {
       Stage s;
@@ -162,35 +122,84 @@ class TreeChannels final : public Algorithm {
       }
       out.push_back(std::move(s));
     };
-    auto level = [&](int l, bool up) {
-      Stage s;
-      s.step.label = up ? "reduce" : "broadcast";
-      std::vector<double> recv(op.group.size(), 0);
-      for (std::size_t c = 0; c < g; ++c) {
-        for (int k = 0; k < 2; ++k) {
-          for (std::size_t q = 0; q < N; ++q) {
-            if (tr.depth[k][q] != l || tr.parent[k][q] < 0) continue;
-            const U child = at(q, c, 0), parent = at(static_cast<std::size_t>(tr.parent[k][q]), c, 0);
-            s.step.transfers.push_back(up ? xfer(child, parent, per_tree) : xfer(parent, child, per_tree));
-            s.units.push_back({static_cast<U>(2 * c + static_cast<std::size_t>(k))});
-            recv[up ? parent : child] += per_tree;
-          }
-        }
-      }
-      if (up) {
-        for (double r : recv) s.step.reduce_bytes = std::max(s.step.reduce_bytes, r);
-      }
-      out.push_back(std::move(s));
-    };
     for (std::size_t p = g - 1; p >= 1; --p) chain(p, p - 1, true);
-    for (int l = tr.levels; l >= 1; --l) level(l, true);
-    for (int l = 1; l <= tr.levels; ++l) level(l, false);
+    append_channel_trees(out, nodes, per_tree, op.group.size(), true);
+    append_channel_trees(out, nodes, per_tree, op.group.size(), false);
     for (std::size_t p = 0; p + 1 < g; ++p) chain(p, p + 1, false);
     return out;
   }
 };
 
 }  // namespace
+
+AnalyticalCost pipelined_link_bound(const topo::Topology& t, const CollectiveOp& op, const CostParams& p,
+                                    const std::vector<Stage>& st, std::uint32_t chunks) {
+  Cost c(p);
+  const double C = static_cast<double>(chunks);
+  double alpha = 0, piece_s = 0, red = 0;
+  std::map<topo::LinkId, double> load;
+  for (const auto& x : st) {
+    double stage_bw = std::numeric_limits<double>::infinity(), stage_bytes = 0;
+    for (const auto& tr : x.step.transfers) {
+      const auto& r = route_of(t, op, tr);
+      alpha = std::max(alpha, r.latency_s + p.step_overhead_s);
+      stage_bw = std::min(stage_bw, r.bottleneck_Bps);
+      stage_bytes = std::max(stage_bytes, tr.bytes);
+      for (auto l : r.links) load[l] += tr.bytes;
+    }
+    piece_s = std::max(piece_s, stage_bytes / C / stage_bw);
+    red += x.step.reduce_bytes;
+  }
+  double busiest_s = 0;
+  topo::LinkId busiest = 0;
+  for (const auto& [l, bytes] : load) {
+    const double s = bytes / t.link(l).bandwidth_Bps;
+    if (s > busiest_s) {
+      busiest_s = s;
+      busiest = l;
+    }
+  }
+  const double n_st = static_cast<double>(st.size());
+  c.c.latency_s = (n_st + C - 1) * alpha;
+  c.c.bandwidth_s = busiest_s + (n_st - 1) * piece_s;
+  c.c.reduce_s = gamma_s(red, p.reduce_Bps);
+  return c.done(fmt::format("(stages + C-1) alpha + max_link(load/B) + (stages-1) piece, stages = {}, C = {}, "
+                            "alpha = {}, busiest link {} ({} B at {}), piece = {}, S = {} B",
+                            st.size(), chunks, fs(alpha), busiest, load.empty() ? 0.0 : load.at(busiest),
+                            load.empty() ? std::string("-") : fbw(t.link(busiest).bandwidth_Bps), fs(piece_s),
+                            op.size_bytes));
+}
+
+void append_channel_trees(std::vector<Stage>& out, const std::vector<std::vector<U>>& nodes, double per_tree,
+                          std::size_t ranks, bool up) {
+  const std::size_t N = nodes.size(), g = nodes.front().size();
+  const auto tr = make_double_trees(N);
+  auto level = [&](int l) {
+    Stage s;
+    s.step.label = up ? "reduce" : "broadcast";
+    std::vector<double> recv(ranks, 0);
+    for (std::size_t c = 0; c < g; ++c) {
+      for (int k = 0; k < 2; ++k) {
+        for (std::size_t q = 0; q < N; ++q) {
+          if (tr.depth[k][q] != l || tr.parent[k][q] < 0) continue;
+          const U child = nodes[q][c], parent = nodes[static_cast<std::size_t>(tr.parent[k][q])][c];
+          s.step.transfers.push_back(up ? xfer(child, parent, per_tree) : xfer(parent, child, per_tree));
+          s.units.push_back({static_cast<U>(2 * c + static_cast<std::size_t>(k))});
+          recv[up ? parent : child] += per_tree;
+        }
+      }
+    }
+    if (up) {
+      for (double r : recv) s.step.reduce_bytes = std::max(s.step.reduce_bytes, r);
+    }
+    out.push_back(std::move(s));
+  };
+  if (up) {
+    for (int l = tr.levels; l >= 1; --l) level(l);
+  } else {
+    for (int l = 1; l <= tr.levels; ++l) level(l);
+  }
+}
 
 std::unique_ptr<Algorithm> make_tree_channels() { return std::make_unique<TreeChannels>(); }
 

@@ -9,6 +9,7 @@
 #include "models/collectives/flow_eval.hpp"
 #include "models/collectives/nccl_model.hpp"
 #include "models/collectives/nccl_tuning.hpp"
+#include "plan_check.hpp"
 #include "sim/error.hpp"
 #include "topologies/load.hpp"
 
@@ -288,4 +289,44 @@ TEST_CASE("tree-channels at flow fidelity: NCCL's Tree per rail, 2 nodes NIC-bou
   CHECK(nccl_auto(t, op_of(OpKind::allreduce, 8, S), o)->schedule->name() == "double-binary-tree");
   CHECK(tc.unsupported(t, op_of(OpKind::allreduce, 8, S)).value() ==
         "the group lies in one NVLink domain (one node): nothing to stripe over NICs (tree-channels)");
+}
+
+TEST_CASE("nvls-tree: NCCL's NVLSTree at flow fidelity delivers the data and agrees with its closed form") {
+  // Symbolic run: 3 nodes x 4 GPUs (a tree with an interior node), 2 x 2.
+  for (const char* spec : {"rail_optimized:nodes=3,gpus_per_node=4,nvlink_bw=450GB/s,nvlink_lat=1us,nic_bw=50GB/s,"
+                           "ib_lat=2us,nvls=1,device_model=h100",
+                           "rail_optimized:nodes=2,gpus_per_node=2,nvlink_bw=450GB/s,nvlink_lat=1us,nic_bw=50GB/s,"
+                           "ib_lat=2us,nvls=1,device_model=h100"}) {
+    const auto t = topo::make_topology(spec, "t");
+    const auto op = op_of(OpKind::allreduce, t.num_devices(), 1 << 20);
+    const auto& a = find_algorithm("nvls-tree", OpKind::allreduce, "test");
+    REQUIRE_FALSE(a.unsupported(t, op));
+    CAPTURE(spec);
+    CHECK(test::check_plan(op, a.data_plan(t, op), a.build(t, op, {})) == "");
+    // Tree-channels on the same cluster: its plan too.
+    const auto& tc = find_algorithm("tree-channels", OpKind::allreduce, "test");
+    CHECK(test::check_plan(op, tc.data_plan(t, op), tc.build(t, op, {})) == "");
+  }
+  // 2 nodes x 8 GPUs, NVLink 4000 GB/s with NVLS, one 50 GB/s NIC per GPU: every head's NIC
+  // carries S/g per direction (2 nodes), the NVLink ports S + S/g: NIC-bound, S/(8 x 50 GB/s).
+  const auto t = topo::make_topology(
+      R"({"builder":"rail_optimized","nodes":2,"gpus_per_node":8,"nvlink_bw":"4000GB/s","nvlink_lat":"0.25us",)"
+      R"("nic_bw":"400Gb/s","ib_lat":"1us","spines":8,"device_model":"h100","nvls":true})",
+      "t");
+  const std::uint64_t S = 4ull << 30;
+  const auto op = op_of(OpKind::allreduce, 16, S);
+  const auto& a = find_algorithm("nvls-tree", OpKind::allreduce, "test");
+  FlowOptions fo;
+  const double flow_s = evaluate_flow(t, op, a.build(t, op, {}), fo).time_s;
+  const double nic_bound = static_cast<double>(S) / 8 / 50e9;
+  CHECK(flow_s >= nic_bound);
+  CHECK(flow_s <= nic_bound * 1.06);  // fill (8 stages of 64 pieces) and latencies
+  CHECK(a.analytical(t, op, {}).time_s == doctest::Approx(flow_s).epsilon(0.04));
+  // NCCL's NVLSTree runs it; without a reducing switch it is unsupported (auto falls back).
+  NcclOptions o;
+  o.allowed = nccl_algo_mask("NVLSTree", "test");
+  CHECK(nccl_auto(t, op, o)->schedule->name() == "nvls-tree");
+  const auto plain = topo::make_topology(fast_nvlink_2x8(), "t");
+  CHECK(a.unsupported(plain, op).value() ==
+        "node 0 of the group has no switch with in_network_reduction linked to all its ranks");
 }
