@@ -120,6 +120,14 @@ double nic_efficiency(topo::LinkClass c) {
   }
 }
 
+double link_efficiency(const topo::Topology& t, const topo::Link& l) {
+  if (l.cls == topo::LinkClass::nvlink) {
+    const auto a = arch_of(t.device_model);
+    return a ? nvlink_efficiency(*a) : 1.0;
+  }
+  return nic_efficiency(l.cls);
+}
+
 double nvls_arch_factor(nccl::Arch a) {
   // nvlsEfficiency[Hopper] = 0.85, [Blackwell] = 0.74 (NVIDIA/nccl 2.32.3 src/tuning/nvls.cc);
   // 2.23's NVLS bandwidth has no architecture term and was set on Hopper (see the header).

@@ -47,6 +47,10 @@ namespace shardsim::coll {
 double nic_efficiency(topo::LinkClass c);
 /// NCCL's NVLink bandwidth / line rate for an architecture (see the header comment).
 double nvlink_efficiency(nccl::Arch a);
+/// The fraction of a link's line rate NCCL's model counts on: NVLink x nvlink_efficiency of the
+/// topology's GPU architecture (1 when the topology names no NVIDIA GPU), IB / Ethernet x
+/// nic_efficiency, other classes 1. For the flow network (add_topology_links).
+double link_efficiency(const topo::Topology& t, const topo::Link& l);
 /// NVLS channel bandwidth relative to Hopper's. NCCL 2.23's NVLS bandwidth (16 channels x one
 /// NVLink x 5/6, tuning.cc) has no architecture term: its constants were set on Hopper, where
 /// it matches the measured 8 x H100 busbw within 1 % (docs/validation.md). NCCL 2.32 added

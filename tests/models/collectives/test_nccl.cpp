@@ -330,3 +330,34 @@ TEST_CASE("nvls-tree: NCCL's NVLSTree at flow fidelity delivers the data and agr
   CHECK(a.unsupported(plain, op).value() ==
         "node 0 of the group has no switch with in_network_reduction linked to all its ranks");
 }
+
+TEST_CASE("link efficiency in the flow network: NCCL's Ring meets its analytical time at flow fidelity") {
+  // FlowOptions::link_efficiency runs the links at the rates NCCL's model counts on: NVLink x
+  // 20.6/25 on Hopper, IB x 4096/4122. NCCL's Ring/Simple and its flow schedule (ring-channels)
+  // then differ only by their latency terms: NCCL's 1.4 x (28 x 3.4 + 2 x 14 + 8.4) = 184 us,
+  // the flow's 30 steps of route latency (~2.5 us).
+  const std::uint64_t S = 4ull << 30;
+  NcclOptions o;
+  o.allowed = nccl_algo_mask("Ring", "test");
+  FlowOptions eff;
+  eff.link_efficiency = true;
+  // NIC-bound (fast NVLink): 8 NICs x 50 GB/s x IB efficiency.
+  const auto nic = topo::make_topology(fast_nvlink_2x8(), "t");
+  const auto op = op_of(OpKind::allreduce, 16, S);
+  const auto a = nccl_auto(nic, op, o);
+  REQUIRE(a->schedule->name() == "ring-channels");
+  const double line_s = evaluate_flow(nic, op, a->schedule->build(nic, op, {}), {}).time_s;
+  const double eff_s = evaluate_flow(nic, op, a->schedule->build(nic, op, {}), eff).time_s;
+  CHECK(eff_s / line_s == doctest::Approx(1 / kIbEff).epsilon(0.001));
+  CHECK(std::abs(eff_s - a->pred.time_s) < 184e-6);
+  // NVLink-bound (DGX H100 pair): 18 x 20.6 = 370.8 GB/s, flow and NCCL alike.
+  const auto dgx = topo::make_topology("dgx-h100-16", "t");
+  const auto d = nccl_auto(dgx, op, o);
+  const double d_s = evaluate_flow(dgx, op, d->schedule->build(dgx, op, {}), eff).time_s;
+  CHECK(std::abs(d_s - d->pred.time_s) < 184e-6);
+  // At line rate the same schedule is NIC-bound instead (8 x 50 = 400 GB/s < 450 GB/s NVLink).
+  const double dgx_line_s = evaluate_flow(dgx, op, d->schedule->build(dgx, op, {}), {}).time_s;
+  CHECK(dgx_line_s == doctest::Approx(30.0 / 16 * static_cast<double>(S) / 400e9).epsilon(0.01));
+  CHECK(dgx_line_s < d_s * 0.95);
+  CHECK(link_efficiency(dgx, dgx.link(dgx.out_links(dgx.device(0)).front())) == doctest::Approx(20.6 / 25));
+}
