@@ -41,25 +41,22 @@
 #include <string>
 #include <vector>
 
+#include "analysis/plan/plan.hpp"
+
 namespace shardsim::plan {
 
 struct MeshPlanRequest {
-  std::string model;                     ///< zoo name or config.json
-  std::uint64_t seq = 0;                 ///< 0 = the model's default
-  std::optional<double> tokens;
-  std::optional<std::uint64_t> steps;
-  std::uint64_t global_batch = 0;
-  std::optional<double> deadline_s, budget_usd, price_per_device_hour;
-  std::vector<std::string> hardware;
-  std::vector<std::string> strategies;   ///< empty = replicated, zero1, zero3
+  /// Model (zoo name or config.json), seq, tokens or steps, global batch, deadline, budget,
+  /// price, hardware, strategies (empty = replicated, zero1, zero3), max devices, optimizer,
+  /// precision as the data-parallel search; fidelity must be analytical; bucket_bytes is not
+  /// read (Megatron's bucket rule, parallel_graphs.hpp).
+  PlanRequest plan;
   std::vector<std::uint64_t> micro_batches = {1, 2, 4, 8};
   std::vector<std::uint64_t> virtual_stages = {2, 4};
   std::uint64_t max_devices = 0;
   std::uint64_t max_cp = 0;              ///< 0: 8 for sequences of 8192 and more, else 1
   bool uneven_stages = true;             ///< pp need not divide the layers (parallel::stage_layers)
   bool prune_by_bound = true;            ///< false: simulate every candidate that fits (tests)
-  std::string optimizer = "adamw";
-  std::string precision = "mixed";
 };
 
 struct MeshCandidate {

@@ -34,10 +34,10 @@ void show(const MeshPlanResult& p, const MeshCandidate& best) {
 
 TEST_CASE("GPT-3 13B, 300B tokens, global batch 1024 on tpu-v3-1024: feasible with model parallelism") {
   MeshPlanRequest r;
-  r.model = "gpt3-13b";
-  r.tokens = 300e9;
-  r.global_batch = 1024;
-  r.hardware = {"tpu-v3-1024"};
+  r.plan.model = "gpt3-13b";
+  r.plan.tokens = 300e9;
+  r.plan.global_batch = 1024;
+  r.plan.hardware = {"tpu-v3-1024"};
   const auto p = make_mesh_plan(r);
   REQUIRE(!p.pareto.empty());
   const auto& best = p.feasible[p.pareto.front()];
@@ -58,12 +58,12 @@ TEST_CASE("GPT-3 13B, 300B tokens, global batch 1024 on tpu-v3-1024: feasible wi
 
 TEST_CASE("GPT-3 175B on dgx-h100-1024: tp inside a node, pp across nodes") {
   MeshPlanRequest r;
-  r.model = "gpt3-175b";
-  r.tokens = 300e9;
-  r.global_batch = 1536;
-  r.hardware = {"dgx-h100-1024"};
+  r.plan.model = "gpt3-175b";
+  r.plan.tokens = 300e9;
+  r.plan.global_batch = 1536;
+  r.plan.hardware = {"dgx-h100-1024"};
   // Narrowed to keep the suite quick (the full search is a benchmark, tests/bench).
-  r.strategies = {"zero1"};
+  r.plan.strategies = {"zero1"};
   r.micro_batches = {1};
   const auto p = make_mesh_plan(r);
   REQUIRE(!p.pareto.empty());
@@ -82,12 +82,12 @@ TEST_CASE("GPT-3 175B on dgx-h100-1024: tp inside a node, pp across nodes") {
 
 TEST_CASE("Llama-3.1 405B (config.json) on dgx-h100-1024: tp inside a node, pp across nodes, uneven stages") {
   MeshPlanRequest r;
-  r.model = kModels + "llama-3-405b/config.json";
-  r.seq = 8192;
-  r.tokens = 15e12;
-  r.global_batch = 2048;
-  r.hardware = {"dgx-h100-1024"};
-  r.strategies = {"zero1"};
+  r.plan.model = kModels + "llama-3-405b/config.json";
+  r.plan.seq = 8192;
+  r.plan.tokens = 15e12;
+  r.plan.global_batch = 2048;
+  r.plan.hardware = {"dgx-h100-1024"};
+  r.plan.strategies = {"zero1"};
   r.micro_batches = {1};
   const auto p = make_mesh_plan(r);
   REQUIRE(!p.pareto.empty());
@@ -119,10 +119,10 @@ TEST_CASE("stage_layers: the Llama 3 rule, one layer fewer on the first and last
 
 TEST_CASE("pruning by the lower bound is exact: the same Pareto set as simulating everything") {
   MeshPlanRequest r;
-  r.model = "gpt3-1.3b";
-  r.steps = 100;
-  r.global_batch = 256;
-  r.hardware = {"dgx-h100-16", "dgx-h100-32"};
+  r.plan.model = "gpt3-1.3b";
+  r.plan.steps = 100;
+  r.plan.global_batch = 256;
+  r.plan.hardware = {"dgx-h100-16", "dgx-h100-32"};
   const auto pruned = make_mesh_plan(r);
   r.prune_by_bound = false;
   const auto all = make_mesh_plan(r);
@@ -147,11 +147,11 @@ TEST_CASE("pruning by the lower bound is exact: the same Pareto set as simulatin
 
 TEST_CASE("mesh plan: bad input names the flag") {
   MeshPlanRequest r;
-  r.model = "gpt3-13b";
-  r.global_batch = 1024;
-  r.hardware = {"tpu-v3-1024"};
+  r.plan.model = "gpt3-13b";
+  r.plan.global_batch = 1024;
+  r.plan.hardware = {"tpu-v3-1024"};
   CHECK_THROWS_WITH(make_mesh_plan(r), "--tokens/--steps: neither; expected exactly one of --tokens and --steps");
-  r.steps = 1;
-  r.strategies = {"hsdp"};
+  r.plan.steps = 1;
+  r.plan.strategies = {"hsdp"};
   CHECK_THROWS_WITH(make_mesh_plan(r), "--shard-group: missing for --strategy hsdp; expected the size k of the groups that shard (zero3) inside");
 }
