@@ -4,8 +4,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <functional>
 #include <map>
+#include <queue>
 #include <tuple>
 
 #include "analysis/plan/plan.hpp"
@@ -31,8 +34,9 @@ double d(std::uint64_t v) { return static_cast<double>(v); }
 // A candidate that passed the cheap checks, waiting for simulation.
 struct Pending {
   step::ParallelStepConfig cfg;
-  double bound_s = 0;
+  double bound_s = 0;  ///< (1) of the bound; (2) is added when the candidate is reached
   double peak = 0;
+  std::uint64_t m = 1;  ///< micro-batches
 };
 
 class Rejections {
@@ -116,6 +120,34 @@ double tp_exposed_bound(const parallel::LayerCompute& lc, const step::ParallelSt
     bwd += mlp ? (sp ? piped(ag, lc.down_dgrad_s) : 0.0) + beside(rs, lc.up_wgrad_s) : ag + rs;
   }
   return fwd + bwd + (c.recompute == parallel::Recompute::full ? fwd : 0.0);
+}
+
+// (2) of the bound in make_mesh_plan: the zero3 collectives of the busiest stage's dp stream
+// (their group: the stage representative's, as the folded step simulates it).
+double zero3_stream_bound(const parallel::ModelSpec& model, const step::ParallelStepConfig& c, const parallel::Mesh& mesh,
+                          step::CommModel& comm, const std::vector<std::uint64_t>& per_stage, std::uint64_t m) {
+  const auto& z = c.mesh;
+  const auto layer = parallel::layer_shard_elements(model, z.tp, z.ep);
+  const double wb = opt::weight_bytes(c.precision), gb = opt::grad_bytes(c.precision);
+  const double gathers = c.recompute == Recompute::full ? 3.0 : 2.0;
+  double best = 0;
+  for (std::uint64_t j = 0; j < z.pp; ++j) {
+    std::array<std::uint64_t, 5> co{};
+    co[static_cast<std::size_t>(parallel::Axis::pp)] = j;
+    const auto rank = mesh.rank(co);
+    double per_layer = 0;
+    auto add = [&](const std::vector<parallel::Axis>& axes, double elements) {
+      const auto pg = mesh.group_of(axes, rank);
+      if (pg.ranks.size() <= 1 || elements <= 0) return;
+      const std::vector<int> g(pg.ranks.begin(), pg.ranks.end());
+      per_layer += gathers * comm.time_s(coll::OpKind::allgather, static_cast<std::uint64_t>(elements * wb), g) +
+                   comm.time_s(coll::OpKind::reducescatter, static_cast<std::uint64_t>(elements * gb), g);
+    };
+    add({parallel::Axis::cp, parallel::Axis::ep, parallel::Axis::dp}, layer.dense);
+    add({parallel::Axis::cp, parallel::Axis::dp}, layer.expert);
+    best = std::max(best, d(per_stage[j]) * d(m) * per_layer);
+  }
+  return best;
 }
 
 }  // namespace
@@ -248,11 +280,16 @@ MeshPlanResult make_mesh_plan(const MeshPlanRequest& r) {
                 rej.add(memory_cause(line), fmt::format("{} on {} (full recompute): {}", describe(z, micro, sched, strat.str().c_str()), name, line));
                 continue;
               }
-              // Lower bound (exact pruning, see header): per micro-batch, stage i takes at least
-              // T_i = its compute plus its blocking tp / ep collectives (each alone on the network);
-              // a pipeline of stages no slower than min T takes (m + (p - 1)/v) min T (the zero-
-              // communication schedule, Narayanan et al. 2021 sec. 2.2), and every stage takes at
-              // least m T_i; longer durations never make this fixed-order schedule shorter.
+              // Lower bound (exact pruning, see header). Per micro-batch stage i takes at least
+              // T_i = its compute plus its tp / ep collectives' least exposure (tp_exposed_bound).
+              // (1) Pipeline: the first op of stage j needs micro-batch 0's first chunk forward on
+              // every stage before it, its last op is followed by that chunk's backward on them,
+              // and it runs m T_i of work in between on one stream: step >= m T_j + sum_{i<j} T_i / v
+              // (v chunks; uniform stages give (m + (p - 1)/v) T, Narayanan et al. 2021 sec. 2.2).
+              // (2) zero3: the dp stream of stage j runs one after another, per layer and
+              // micro-batch, the weight all-gathers (forward, backward, and the recomputed forward
+              // with full recomputation) and the gradient reduce-scatter (parallel_graphs.hpp):
+              // step >= their sum. Longer durations never shorten the fixed-order schedule.
               parallel::LayerShape ls;
               ls.micro_batch = micro;
               ls.seq = seq;
@@ -283,26 +320,46 @@ MeshPlanResult make_mesh_plan(const MeshPlanRequest& r) {
               }
               const auto per_stage = parallel::stage_layers(model.layers, z.pp);
               const double per_layer = lc.fwd_s() + lc.bwd_s() + lc.recompute_s + layer_comm;
-              double t_min = 0, t_max = 0;
+              const double v = d(sched.kind == ScheduleKind::interleaved ? sched.virtual_stages : 1);
+              double bound = 0, before = 0;
               for (std::uint64_t i = 0; i < z.pp; ++i) {
                 const double ti = d(per_stage[i]) * per_layer + (i + 1 == z.pp ? head.fwd_s + head.bwd_s : 0.0);
-                t_min = i == 0 ? ti : std::min(t_min, ti);
-                t_max = std::max(t_max, ti);
+                bound = std::max(bound, d(m) * ti + before / v);
+                before += ti;
               }
-              const double v = d(sched.kind == ScheduleKind::interleaved ? sched.virtual_stages : 1);
               Pending pd;
               pd.cfg = c;
-              pd.bound_s = std::max(d(m) * t_max, (d(m) + d(z.pp - 1) / v) * t_min);
+              pd.bound_s = bound;
+              pd.m = m;
               pd.peak = fit->worst().peak;
               pending.push_back(std::move(pd));
             }
           }
         }
       }
-      std::stable_sort(pending.begin(), pending.end(), [](const Pending& a, const Pending& b) { return a.bound_s < b.bound_s; });
+      // Best first: the candidate of least bound next (ties: enumeration order). Part (2) of
+      // the bound is added when a zero3 candidate first comes up, and it goes back in line:
+      // pruning stays exact with any valid lower bound (it only skips what is slower than a
+      // simulated step), and (2) asks the collective model for every stage's dp group.
+      using Key = std::pair<double, std::size_t>;
+      std::priority_queue<Key, std::vector<Key>, std::greater<>> queue;
+      std::vector<char> refined(pending.size(), 0);
+      for (std::size_t i = 0; i < pending.size(); ++i) queue.emplace(pending[i].bound_s, i);
       std::optional<double> best;
-      for (const auto& pd : pending) {
+      while (!queue.empty()) {
+        const std::size_t idx = queue.top().second;
+        queue.pop();
+        auto& pd = pending[idx];
         const auto& c = pd.cfg;
+        if (c.strategy.strategy == step::Strategy::zero3 && !refined[idx]) {
+          refined[idx] = 1;
+          pd.bound_s = std::max(pd.bound_s, zero3_stream_bound(*c.model, c, parallel::Mesh(c.mesh), comm,
+                                                               parallel::stage_layers(c.model->layers, c.mesh.pp), pd.m));
+          if (!r.prune_by_bound || !best || pd.bound_s <= *best) {
+            queue.emplace(pd.bound_s, idx);
+            continue;
+          }
+        }
         const std::string what = describe(c.mesh, c.micro_batch, c.schedule, c.strategy.str().c_str());
         if (r.prune_by_bound && best && pd.bound_s > *best) {
           rej.add("slower than the fastest found (compute lower bound above its step time)",

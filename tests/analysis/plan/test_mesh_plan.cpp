@@ -95,11 +95,33 @@ TEST_CASE("Llama-3.1 405B (config.json) on dgx-h100-1024: tp inside a node, pp a
   show(p, best);
   // 126 layers: pp = 16 only with uneven stages (Llama 3 ran pp = 16, tp = 8; NeMo's
   // published runs tp = 8, pp = 9, cp = 2). Here tp stays inside the node (placement rejects
-  // more) and pp >= 8 spans nodes; this model picks a smaller tp than the published runs (it
-  // has no overlap of tp communication with the GEMMs, so tp is only a cost).
+  // more) and pp >= 8 spans nodes. At 1,024 GPUs the batch leaves room for many micro-batches
+  // per replica, so a smaller tp (4) with cp wins; the 16K case below is the published one.
   CHECK(best.tp <= 8);
   CHECK(best.pp >= 8);
   CHECK(126 % best.pp != 0);
+}
+
+TEST_CASE("Llama-3.1 405B on Meta's 16K-H100 RoCE cluster: tp 8 inside the node, pp across nodes") {
+  // Llama 3 paper (arXiv 2407.21783) Table 4: 16,384 H100, seq 8192, 16M tokens per batch:
+  // TP 8, CP 1, PP 16, DP 128. `shardsim plan` with these flags picks dp=8,tp=8,pp=32,cp=8
+  // (4.805 s); this library call picks dp=16,tp=4,pp=32,cp=8 (5.066 s), a difference not yet
+  // explained (branch plan3 report), so only what both satisfy is checked.
+  MeshPlanRequest r;
+  r.plan.model = kModels + "llama-3-405b/config.json";
+  r.plan.seq = 8192;
+  r.plan.tokens = 15e12;
+  r.plan.global_batch = 2048;
+  r.plan.hardware = {"meta-h100-roce-16384"};
+  const auto p = make_mesh_plan(r);
+  REQUIRE(!p.pareto.empty());
+  const auto& best = p.feasible[p.pareto.front()];
+  show(p, best);
+  CHECK(best.tp >= 4);
+  CHECK(best.tp <= 8);
+  CHECK(best.pp >= 8);
+  // The tp collectives are hidden behind the GEMMs: little exposed tp time.
+  CHECK(best.tp_comm_s < 0.05 * best.step_time_s);
 }
 
 TEST_CASE("llama-3-405b/config.json: 406B parameters (tests/data/models/SOURCE.txt), within 1 %") {
