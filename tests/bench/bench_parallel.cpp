@@ -43,14 +43,14 @@ void bench_parallel() {
   {
     Stopwatch sw;
     plan::MeshPlanRequest r;
-    r.model = std::string(SHARDSIM_SOURCE_DIR) + "/tests/data/models/llama-3-405b/config.json";
-    r.seq = 8192;
-    r.tokens = 15e12;
-    r.global_batch = 2048;
-    r.hardware = {"dgx-h100-1024"};
+    r.plan.model = std::string(SHARDSIM_SOURCE_DIR) + "/tests/data/models/llama-3-405b/config.json";
+    r.plan.seq = 8192;
+    r.plan.tokens = 15e12;
+    r.plan.global_batch = 2048;
+    r.plan.hardware = {"meta-h100-roce-16384"};
     const auto p = plan::make_mesh_plan(r);
     const auto& b = p.feasible.at(p.pareto.at(0));
-    fmt::print("plan llama-3.1-405b, dgx-h100-1024, analytical, every mesh x micro-batch x schedule x strategy: {} meshes, "
+    fmt::print("plan llama-3.1-405b, meta-h100-roce-16384, analytical, every mesh x micro-batch x schedule x strategy: {} meshes, "
                "{} steps simulated, best {} micro-batch {} {} {} {:.4g} s; wall {:.3f} s, cpu {:.3f} s (target < 60 s)\n",
                p.considered, p.simulated, b.mesh, b.micro_batch, b.schedule, b.strategy, b.step_time_s, sw.seconds(),
                sw.cpu_seconds());
