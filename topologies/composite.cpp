@@ -10,8 +10,8 @@
 #include "sim/error.hpp"
 #include "sim/text/strings.hpp"
 #include "sim/units.hpp"
-#include "topologies/describe.hpp"
 #include "topologies/registry.hpp"
+#include "topologies/topology.hpp"
 
 namespace shardsim::topo {
 namespace {

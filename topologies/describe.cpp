@@ -4,7 +4,6 @@
 
 #include <boost/graph/push_relabel_max_flow.hpp>
 #include <algorithm>
-#include <deque>
 #include <limits>
 
 #include "sim/units.hpp"
@@ -74,25 +73,6 @@ std::optional<Bisection> closed_form_bisection(const Topology& t) {
 }
 
 }  // namespace
-
-std::vector<int> hop_distances(const Topology& t, NodeId src) {
-  std::vector<int> dist(t.num_nodes(), -1);
-  std::deque<NodeId> q{src};
-  dist[src] = 0;
-  while (!q.empty()) {
-    const NodeId u = q.front();
-    q.pop_front();
-    if (u != src && t.node(u).kind == NodeKind::device && !t.devices_forward) continue;
-    for (LinkId l : t.out_links(u)) {
-      const NodeId v = t.link(l).dst;
-      if (dist[v] < 0) {
-        dist[v] = dist[u] + 1;
-        q.push_back(v);
-      }
-    }
-  }
-  return dist;
-}
 
 double max_flow_Bps(const Topology& t, const std::vector<NodeId>& from, const std::vector<NodeId>& to) {
   using Traits = boost::adjacency_list_traits<boost::vecS, boost::vecS, boost::directedS>;

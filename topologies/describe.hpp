@@ -57,10 +57,6 @@ double max_flow_Bps(const Topology& t, const std::vector<NodeId>& from, const st
 /// max_flow_Bps from the first half of the ranks (floor(n/2)) to the rest.
 double rank_halves_max_flow_Bps(const Topology& t);
 
-/// Hop distances from `src` to every node by breadth-first search over directed links,
-/// through devices only when t.devices_forward; -1 where unreachable. O(V + E).
-std::vector<int> hop_distances(const Topology& t, NodeId src);
-
 /// Graphviz DOT: devices as boxes, switches as ellipses, a duplex pair as one edge with
 /// dir=both, labelled with bandwidth and link class.
 std::string to_dot(const Topology& t);

@@ -3,12 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
-#include <deque>
 #include <limits>
 #include <optional>
 #include <unordered_map>
+
+#include "sim/text/strings.hpp"
 
 namespace shardsim::topo {
 
@@ -37,24 +36,6 @@ class FaultRouter final : public Router {
   }
   [[nodiscard]] std::string name() const override { return inner_->name() + "+faults"; }
 
-  // Nodes reachable from src over links that are up (devices relay only if devices_forward).
-  void reach(const Topology& t, NodeId src, std::vector<char>& seen) const {
-    seen.assign(t.num_nodes(), 0);
-    std::deque<NodeId> q{src};
-    seen[src] = 1;
-    while (!q.empty()) {
-      const NodeId u = q.front();
-      q.pop_front();
-      if (u != src && t.node(u).kind == NodeKind::device && !t.devices_forward) continue;
-      for (LinkId l : t.out_links(u)) {
-        const NodeId v = t.link(l).dst;
-        if (down_[l] || seen[v]) continue;
-        seen[v] = 1;
-        q.push_back(v);
-      }
-    }
-  }
-
   // The down items on an intact route (all down items when the route has none of them).
   [[nodiscard]] std::string down_on(const std::vector<LinkId>& route) const {
     std::string s;
@@ -75,20 +56,14 @@ class FaultRouter final : public Router {
   [[nodiscard]] const FaultSet& faults() const { return faults_; }
   [[nodiscard]] const Router& inner() const { return *inner_; }
   [[nodiscard]] bool any_down() const { return std::any_of(down_.begin(), down_.end(), [](char c) { return c != 0; }); }
+  /// Per link: non-zero where the link is down (the skip mask of shortest_path, hop_distances).
+  [[nodiscard]] const std::vector<char>& down() const { return down_; }
 
  private:
   std::shared_ptr<const Router> inner_;
   FaultSet faults_;
   std::vector<char> down_;  // per link
 };
-
-std::optional<double> to_double(std::string_view s) {
-  double v = 0;
-  const auto* end = s.data() + s.size();
-  const auto [p, ec] = std::from_chars(s.data(), end, v);
-  if (ec != std::errc() || p != end || !std::isfinite(v)) return std::nullopt;
-  return v;
-}
 
 std::vector<std::string_view> split(std::string_view s, char sep) {
   std::vector<std::string_view> out;
@@ -191,7 +166,7 @@ FaultSet parse_faults(const Topology& t, const std::string& spec, const std::str
     f.item = item;
     auto parts = split(raw, ':');
     auto fraction = [&](std::string_view s) {
-      const auto v = to_double(s);
+      const auto v = text::to_double(s);
       if (!v || !(*v > 0) || *v > 1) {
         throw ConfigError(where, fmt::format("fraction '{}' in '{}'", s, item),
                           "a fraction of the rate in (0, 1] (down:NAME takes a link down)");
@@ -247,13 +222,12 @@ const FaultSet* faults_of(const Topology& t) {
 void check_group(const Topology& t, const std::vector<int>& group) {
   const auto* fr = dynamic_cast<const FaultRouter*>(&t.router());
   if (fr == nullptr || !fr->any_down() || group.size() < 2) return;
-  std::vector<char> seen;
   for (const int a : group) {
     const NodeId na = t.device(static_cast<std::size_t>(a));
-    fr->reach(t, na, seen);
+    const auto dist = hop_distances(t, na, &fr->down());  // over the links that are up
     for (const int b : group) {
       const NodeId nb = t.device(static_cast<std::size_t>(b));
-      if (a == b || seen[nb]) continue;
+      if (a == b || dist[nb] >= 0) continue;
       std::vector<LinkId> intact;
       std::string down;
       try {

@@ -61,15 +61,19 @@ class ShortestPathRouter final : public Router {
 
 }  // namespace
 
-bool shortest_path(const Topology& t, NodeId src, NodeId dst, const std::vector<char>* skip, std::vector<LinkId>& out) {
-  // Breadth-first search by hop count; out-links are visited in insertion (LinkId) order,
-  // so ties go to the lowest LinkId and the result is deterministic.
-  const std::size_t n = t.num_nodes();
-  std::vector<LinkId> via(n, std::numeric_limits<LinkId>::max());
-  std::vector<char> seen(n, 0);
+namespace {
+
+// The layer's one breadth-first search (shortest_path, hop_distances): from src by hop count;
+// out-links are visited in insertion (LinkId) order, so the first link to reach a node is the
+// lowest LinkId among its shortest paths and the result is deterministic. Links l with
+// skip[l] != 0 are not used (skip may be null). reached(v, l) is called once for every node v
+// other than src, when link l first reaches it; the search stops when it returns true.
+template <class Reached>
+void breadth_first(const Topology& t, NodeId src, const std::vector<char>* skip, Reached&& reached) {
+  std::vector<char> seen(t.num_nodes(), 0);
   std::deque<NodeId> q{src};
   seen[src] = 1;
-  while (!q.empty() && !seen[dst]) {
+  while (!q.empty()) {
     const NodeId u = q.front();
     q.pop_front();
     // Switches forward; devices relay traffic for others only where the topology says
@@ -80,15 +84,38 @@ bool shortest_path(const Topology& t, NodeId src, NodeId dst, const std::vector<
       const NodeId v = t.link(l).dst;
       if (seen[v]) continue;
       seen[v] = 1;
-      via[v] = l;
+      if (reached(v, l)) return;
       q.push_back(v);
     }
   }
-  if (!seen[dst]) return false;
+}
+
+}  // namespace
+
+bool shortest_path(const Topology& t, NodeId src, NodeId dst, const std::vector<char>* skip, std::vector<LinkId>& out) {
+  if (src == dst) return true;
+  std::vector<LinkId> via(t.num_nodes(), std::numeric_limits<LinkId>::max());
+  bool found = false;
+  breadth_first(t, src, skip, [&](NodeId v, LinkId l) {
+    via[v] = l;
+    found = v == dst;
+    return found;
+  });
+  if (!found) return false;
   const std::size_t start = out.size();
   for (NodeId v = dst; v != src; v = t.link(via[v]).src) out.push_back(via[v]);
   std::reverse(out.begin() + static_cast<std::ptrdiff_t>(start), out.end());
   return true;
+}
+
+std::vector<int> hop_distances(const Topology& t, NodeId src, const std::vector<char>* skip) {
+  std::vector<int> dist(t.num_nodes(), -1);
+  dist[src] = 0;
+  breadth_first(t, src, skip, [&](NodeId v, LinkId l) {
+    dist[v] = dist[t.link(l).src] + 1;
+    return false;
+  });
+  return dist;
 }
 
 std::shared_ptr<const Router> make_shortest_path_router() { return std::make_shared<ShortestPathRouter>(); }
@@ -162,6 +189,18 @@ void Topology::set_link_bandwidth(LinkId l, double bandwidth_Bps) {
   clear_routes();
 }
 
+void Topology::set_link_latency(LinkId l, double latency_s) {
+  if (l >= links_.size()) {
+    throw ConfigError(fmt::format("link {}", l), "a link id past the last link", fmt::format("ids below {}", links_.size()));
+  }
+  if (!(latency_s >= 0) || !std::isfinite(latency_s)) {
+    throw ConfigError(fmt::format("link {}->{}", nodes_[links_[l].src].name, nodes_[links_[l].dst].name),
+                      fmt::format("latency {} s", latency_s), "a latency of zero or more");
+  }
+  links_[l].latency_s = latency_s;
+  clear_routes();
+}
+
 void Topology::set_router(std::shared_ptr<const Router> r) {
   router_ = std::move(r);
   clear_routes();
@@ -171,12 +210,12 @@ const Route& Topology::route(NodeId src, NodeId dst) const {
   const std::size_t nn = nodes_.size();
   const bool dense = nn <= kDenseRouteNodes && src < nn && dst < nn;
   if (dense) {
-    if (route_dense_.empty()) route_dense_.assign(nn * nn, nullptr);
-    if (const Route* r = route_dense_[static_cast<std::size_t>(src) * nn + dst]) return *r;
+    if (routes_.dense.empty()) routes_.dense.assign(nn * nn, nullptr);
+    if (const Route* r = routes_.dense[static_cast<std::size_t>(src) * nn + dst]) return *r;
   }
   const std::uint64_t key = (static_cast<std::uint64_t>(src) << 32) | dst;
-  auto it = route_cache_.find(key);
-  if (it != route_cache_.end()) return it->second;
+  auto it = routes_.map.find(key);
+  if (it != routes_.map.end()) return it->second;
   Route r;
   if (src != dst) router_->route(*this, src, dst, r.links);
   r.bottleneck_Bps = std::numeric_limits<double>::infinity();
@@ -184,8 +223,8 @@ const Route& Topology::route(NodeId src, NodeId dst) const {
     r.latency_s += links_[l].latency_s;
     r.bottleneck_Bps = std::min(r.bottleneck_Bps, links_[l].bandwidth_Bps);
   }
-  const Route& stored = route_cache_.emplace(key, std::move(r)).first->second;
-  if (dense) route_dense_[static_cast<std::size_t>(src) * nn + dst] = &stored;
+  const Route& stored = routes_.map.emplace(key, std::move(r)).first->second;
+  if (dense) routes_.dense[static_cast<std::size_t>(src) * nn + dst] = &stored;
   return stored;
 }
 

@@ -73,6 +73,11 @@ class Router {
 /// (skip may be null). Appends it to `out` and returns true, or returns false (no path).
 bool shortest_path(const Topology& t, NodeId src, NodeId dst, const std::vector<char>* skip, std::vector<LinkId>& out);
 
+/// Hop distances from `src` to every node by the same breadth-first search (directed links,
+/// through devices only when Topology::devices_forward, skipping links l with skip[l] != 0;
+/// skip may be null); -1 where unreachable. O(V + E).
+std::vector<int> hop_distances(const Topology& t, NodeId src, const std::vector<char>* skip = nullptr);
+
 /// Shortest paths by hop count (breadth-first), ties broken by lowest LinkId. Paths pass
 /// through devices only when Topology::devices_forward is set. O(V + E) per new pair.
 std::shared_ptr<const Router> make_shortest_path_router();
@@ -94,7 +99,7 @@ class Topology {
   [[nodiscard]] std::size_t num_nodes() const { return nodes_.size(); }
   /// Identifies this graph's links and routing: unique per process, renewed whenever a link
   /// is added or the router changes. Caches of derived figures key on it.
-  [[nodiscard]] std::uint64_t generation() const { return generation_; }
+  [[nodiscard]] std::uint64_t generation() const { return routes_.generation; }
   [[nodiscard]] std::size_t num_links() const { return links_.size(); }
   [[nodiscard]] std::size_t num_devices() const { return devices_.size(); }
   [[nodiscard]] const Node& node(NodeId n) const { return nodes_.at(n); }
@@ -114,6 +119,9 @@ class Topology {
   /// Changes one link's bandwidth (faults.hpp: a degraded link); clears the route cache.
   /// Throws ConfigError for a bad id or a bandwidth that is not positive and finite.
   void set_link_bandwidth(LinkId l, double bandwidth_Bps);
+  /// Changes one link's latency (calibration: alpha carries it); clears the route cache.
+  /// Throws ConfigError for a bad id or a latency that is negative or not finite.
+  void set_link_latency(LinkId l, double latency_s);
   /// Route between two nodes (cached). Same node: an empty route.
   [[nodiscard]] const Route& route(NodeId src, NodeId dst) const;
   /// Route between two ranks.
@@ -173,18 +181,38 @@ class Topology {
   std::vector<std::vector<LinkId>> out_;
   Graph graph_;
   std::shared_ptr<const Router> router_;
-  mutable std::unordered_map<std::uint64_t, Route> route_cache_;
-  // Direct-indexed view of route_cache_ (src x nodes + dst) for graphs of at most
-  // kDenseRouteNodes nodes, so that analytical sweeps do not pay a hash lookup per transfer.
+  // Routes computed so far. A copy of a Topology starts with an empty cache (the dense view
+  // points into the map it was built for, so a copied view would read the source's routes, and
+  // freed memory once the source is gone) and keeps the generation: same links, same routing.
+  struct RouteCache {
+    std::unordered_map<std::uint64_t, Route> map;
+    // Direct-indexed view of `map` (src x nodes + dst) for graphs of at most kDenseRouteNodes
+    // nodes, so that analytical sweeps do not pay a hash lookup per transfer.
+    std::vector<const Route*> dense;
+    std::uint64_t generation = next_generation();
+    RouteCache() = default;
+    RouteCache(const RouteCache& o) : generation(o.generation) {}
+    RouteCache& operator=(const RouteCache& o) {
+      if (this != &o) {
+        map.clear();
+        dense.clear();
+        generation = o.generation;
+      }
+      return *this;
+    }
+    RouteCache(RouteCache&&) noexcept = default;  // moved map nodes keep their addresses
+    RouteCache& operator=(RouteCache&&) noexcept = default;
+    ~RouteCache() = default;
+    void clear() {
+      map.clear();
+      dense.clear();
+      generation = next_generation();
+    }
+  };
   static constexpr std::size_t kDenseRouteNodes = 1536;
-  mutable std::vector<const Route*> route_dense_;
-  std::uint64_t generation_ = next_generation();
   static std::uint64_t next_generation();
-  void clear_routes() {
-    route_cache_.clear();
-    route_dense_.clear();
-    generation_ = next_generation();
-  }
+  mutable RouteCache routes_;
+  void clear_routes() { routes_.clear(); }
 };
 
 }  // namespace shardsim::topo

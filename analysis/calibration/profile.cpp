@@ -336,30 +336,18 @@ Profile load_profile(const std::string& path) {
 }
 
 topo::Topology calibrated_topology(const topo::Topology& t, const Profile& p) {
-  auto orig = std::make_shared<const topo::Topology>(t);
-  topo::Topology c;
-  for (topo::NodeId n = 0; n < t.num_nodes(); ++n) {
-    const auto& node = t.node(n);
-    if (node.kind == topo::NodeKind::device) c.add_device(node);
-    else c.add_switch(node);
+  // A copy keeps the structure, the collective hints and the provenance; only the calibrated
+  // classes' links change, through the topology's own setters. Routes stay the original's
+  // (a router may weigh links by bandwidth).
+  topo::Topology c = t;
+  for (topo::LinkId l = 0; l < t.num_links(); ++l) {
+    const auto& link = t.link(l);
+    const ClassCalibration* k = p.find(link.cls);
+    if (!k) continue;
+    c.set_link_bandwidth(l, k->efficiency ? link.bandwidth_Bps * *k->efficiency : *k->bandwidth_Bps);
+    c.set_link_latency(l, 0.0);  // the class's alpha carries the per-message latency (calibrated_cost)
   }
-  for (const auto& l : t.links()) {
-    const ClassCalibration* k = p.find(l.cls);
-    if (!k) {
-      c.add_link(l.src, l.dst, l.bandwidth_Bps, l.latency_s, l.cls);
-      continue;
-    }
-    const double bw = k->efficiency ? l.bandwidth_Bps * *k->efficiency : *k->bandwidth_Bps;
-    c.add_link(l.src, l.dst, bw, 0.0, l.cls);
-  }
-  c.torus_dims = t.torus_dims;
-  c.torus_wrap = t.torus_wrap;
-  c.device_groups = t.device_groups;
-  c.ring_order = t.ring_order;
-  c.name = t.name;
-  c.description = t.description;
-  c.config = t.config;
-  c.set_router(std::make_shared<DelegatingRouter>(orig));
+  c.set_router(std::make_shared<DelegatingRouter>(std::make_shared<const topo::Topology>(t)));
   return c;
 }
 

@@ -24,6 +24,7 @@
 #include "models/parallel/memory_stage.hpp"
 #include "models/parallel/placement.hpp"
 #include "sim/error.hpp"
+#include "sim/registry.hpp"
 #include "sim/units.hpp"
 #include "topologies/load.hpp"
 #include "traces/models/model_config.hpp"
@@ -43,8 +44,7 @@ json run_params_memory(const json& flags) {
   if (!flags.is_object()) throw ConfigError("memory", flags.dump(), "an object of flags");
   for (const auto& [k, v] : flags.items()) {
     if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
-      throw ConfigError("memory", fmt::format("unknown flag '{}'", k),
-                        "one of params, dp, optimizer, precision, strategy, shard-group, device");
+      throw ConfigError("memory", fmt::format("unknown flag '{}'", k), one_of(keys));
     }
   }
   auto text = [&](const char* k, const std::string& d) {
@@ -115,9 +115,7 @@ json run_model_memory(const json& flags) {
   for (const char* k : {"optimizer", "precision", "strategy", "shard-group", "device"}) keys.emplace_back(k);
   for (const auto& [k, v] : flags.items()) {
     if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
-      std::string valid;
-      for (const auto& x : keys) valid += (valid.empty() ? "" : ", ") + x;
-      throw ConfigError("memory --model", fmt::format("unknown flag '{}'", k), "one of " + valid);
+      throw ConfigError("memory --model", fmt::format("unknown flag '{}'", k), one_of(keys));
     }
   }
   const parallel::ModelSpec model = models::resolve_model(flag_str(flags, "model", ""), "--model");

@@ -39,6 +39,11 @@ double Device::stream_time_s(double flops, double bytes) const {
   return std::max(tc, tm);
 }
 
+double Device::comm_slowdown() const {
+  if (comm_units == 0 || comm_units >= compute_units) return 1.0;
+  return static_cast<double>(compute_units) / static_cast<double>(compute_units - comm_units);
+}
+
 namespace {
 
 constexpr double T = 1e12;
@@ -165,6 +170,13 @@ std::vector<Device> make_presets() {
   v.push_back(gpu("a100-80gb", "NVIDIA A100 SXM 80GB", 19.5 * T, 156 * T, 312 * T, 0, 624 * T, 80 * GiB, 2039 * GB,
                   "NVIDIA A100 datasheet (2021)"));
   per_op(v.back(), 108, kCudaTiles, kA100Mamf, 0.65, 0.50, a100_src);
+  // NCCL channels on an 8-GPU HGX A100 (NVSwitch): 24, as NCCL logs them ("Channel 00/24 ...
+  // 23/24", NVIDIA/nccl-tests issue 100; NVIDIA/nccl issue 578); one SM each (see device.hpp).
+  const char* const a100_comm = "24 NCCL channels on HGX A100 NVSwitch (NCCL INIT logs: NVIDIA/nccl-tests#100, NVIDIA/nccl#578)";
+  for (auto* d : {&v[v.size() - 2], &v.back()}) {
+    d->comm_units = 24;
+    d->comm_units_source = a100_comm;
+  }
   // NVIDIA H100 Tensor Core GPU datasheet, SXM: FP32 67 TF; TF32 989, BF16 1,979, FP8 3,958,
   // INT8 3,958 TOPS with sparsity -> dense half; 80GB HBM3, 3.35 TB/s. 132 SMs (NVIDIA H100
   // Tensor Core GPU Architecture whitepaper, SXM5).
@@ -173,6 +185,15 @@ std::vector<Device> make_presets() {
   per_op(v.back(), 132, kCudaTiles, kH100Mamf, 0.35, 0.35,
          "132 SMs: H100 architecture whitepaper; gemm_eff: MAMF 792.1/989 (ml-engineering, CUDA 12.1); attention: "
          "FlashAttention-2 at 35 % of peak on H100 (Shah et al. 2024, sec. 1)");
+  // NCCL channels on an 8-GPU HGX H100 (NVSwitch, 18 NVLink4 links): 32, NCCL's channel
+  // maximum (MAXCHANNELS; NCCL_MAX_NCHANNELS docs), which its topology search reaches there;
+  // the INIT log of a DGX H100 lists channels past 22 (NVIDIA/nccl issue 1259). NVLS (NVLink
+  // SHARP) collectives use 16 (NCCL_NVLS_NCHANNELS default); the 2023-24 FSDP runs of the
+  // published corpus used ring all-gather / reduce-scatter.
+  const char* const h100_comm =
+      "32 NCCL channels on HGX H100 NVSwitch (NCCL MAXCHANNELS; DGX H100 INIT log, NVIDIA/nccl#1259)";
+  v.back().comm_units = 32;
+  v.back().comm_units_source = h100_comm;
   // Same datasheet, PCIe: FP32 51 TF; TF32 756, BF16 1,513, FP8 3,026, INT8 3,026 TOPS with
   // sparsity -> dense half; 80GB HBM2e, 2.0 TB/s; 114 SMs (architecture whitepaper).
   v.push_back(gpu("h100-pcie", "NVIDIA H100 PCIe 80GB", 51 * T, 378 * T, 756.5 * T, 1513 * T, 1513 * T, 80 * GiB,
@@ -186,6 +207,8 @@ std::vector<Device> make_presets() {
   per_op(v.back(), 132, kCudaTiles, 794.5 / 989.0, 0.35, 0.35,
          "132 SMs (the H100 die); gemm_eff: MAMF 794.5/989 for H100/H200 SXM (ml-engineering); attention: "
          "FlashAttention-2 on Hopper, Shah et al. 2024");
+  v.back().comm_units = 32;  // the H100 board's NCCL channels (above)
+  v.back().comm_units_source = h100_comm;
   // NVIDIA HGX B200 datasheet (8 GPUs): FP32 600 TF; TF32 18, BF16 36, FP8 72 PF and INT8
   // 72 POPS with sparsity; 1.4 TB HBM3e, 64 TB/s. Per GPU, dense: /8, then /2.
   const char* const bw_src =

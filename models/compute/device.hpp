@@ -45,6 +45,17 @@ struct Device {
   double attn_fwd_eff = 0.5;          ///< fused (flash) attention forward, fraction of peak
   double attn_bwd_eff = 0.4;          ///< fused attention backward, fraction of peak
   std::string compute_source;         ///< where units, tiles and the efficiencies come from
+  /// Compute units a running collective occupies: NCCL launches one CTA per channel, each on
+  /// an SM of its own for the collective's whole duration (NCCL environment variables docs:
+  /// NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS, NCCL_MAX_CTAS). 0: communication takes no
+  /// compute units (TPU ICI DMA engines; devices without a cited channel count).
+  std::uint32_t comm_units = 0;
+  std::string comm_units_source;      ///< where comm_units comes from
+
+  /// Slowdown of a kernel that runs while a collective does: units / (units - comm_units),
+  /// the tile waves of a GEMM spread over fewer SMs (gemm.hpp's wave model); 1 when
+  /// comm_units is 0 or not below compute_units.
+  [[nodiscard]] double comm_slowdown() const;
 
   /// Peak for `m`; falls back to bf16 then fp32 when the chip has no such unit. Throws
   /// std::out_of_range if neither exists (never for presets).

@@ -2,16 +2,21 @@
 
 #include <fmt/format.h>
 
+#include <array>
+
+#include "sim/enum_names.hpp"
 #include "sim/error.hpp"
 
 namespace shardsim::opt {
 
-const char* to_string(Precision p) { return p == Precision::fp32 ? "fp32" : "mixed"; }
+namespace {
+constexpr std::array<EnumName<Precision>, 2> kPrecisions{{{Precision::fp32, "fp32"}, {Precision::mixed, "mixed"}}};
+}  // namespace
+
+const char* to_string(Precision p) { return enum_name(kPrecisions, p); }
 
 Precision precision_from_string(const std::string& s, const std::string& where) {
-  if (s == "fp32") return Precision::fp32;
-  if (s == "mixed") return Precision::mixed;
-  throw ConfigError(where, fmt::format("unknown precision '{}'", s), "one of fp32, mixed");
+  return enum_from_name(kPrecisions, s, "precision", where);
 }
 
 std::uint32_t weight_bytes(Precision p) { return p == Precision::mixed ? 2 : 4; }

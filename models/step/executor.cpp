@@ -12,6 +12,71 @@
 
 namespace shardsim::step {
 
+ComputeProgress ComputeProgress::start(Time at, Time duration, const CommContention& c, bool contended) {
+  ComputeProgress p;
+  p.since = at;
+  p.rate = c.rate(contended);
+  if (__builtin_mul_overflow(duration.ps(), c.rate(false), &p.work)) {
+    throw TimeRangeError(duration.to_seconds() * static_cast<double>(c.units));
+  }
+  return p;
+}
+
+void ComputeProgress::change(Time now, std::int64_t new_rate) {
+  // Integer work: (a - b) r + (b - c) r = (a - c) r, so where the changes are banked does not
+  // move the end (see executor.hpp).
+  const std::int64_t done = (now - since).ps() * rate;
+  work = done >= work ? 0 : work - done;
+  since = now;
+  rate = new_rate;
+}
+
+Time ComputeProgress::end() const { return since + Time::from_ps((work + rate - 1) / rate); }
+
+Time contended_end(Time start, Time duration, std::span<const BusyInterval> busy, const CommContention& c) {
+  if (!c.active() || busy.empty() || busy.back().end <= start) return start + duration;
+  // The first interval that ends after `start`; intervals are sorted by end as well.
+  std::size_t i = static_cast<std::size_t>(
+      std::upper_bound(busy.begin(), busy.end(), start, [](Time t, const BusyInterval& b) { return t < b.end; }) -
+      busy.begin());
+  if (i == busy.size()) return start + duration;
+  bool contended = busy[i].begin <= start;
+  ComputeProgress p = ComputeProgress::start(start, duration, c, contended);
+  while (true) {
+    const Time e = p.end();
+    if (!contended && i == busy.size()) return e;
+    const Time next = contended ? busy[i].end : busy[i].begin;
+    if (e <= next) return e;
+    p.change(next, c.rate(!contended));
+    if (contended) ++i;
+    contended = !contended;
+  }
+}
+
+void add_busy(std::vector<BusyInterval>& busy, Time begin, Time end) {
+  if (!(begin < end)) return;
+  if (busy.empty() || busy.back().end < begin) {
+    busy.push_back({begin, end});
+    return;
+  }
+  // The first interval that ends at or after `begin` (touching counts: merged).
+  const auto first = std::lower_bound(busy.begin(), busy.end(), begin,
+                                      [](const BusyInterval& b, Time t) { return b.end < t; });
+  auto last = first;
+  BusyInterval merged{begin, end};
+  while (last != busy.end() && last->begin <= end) {
+    merged.begin = std::min(merged.begin, last->begin);
+    merged.end = std::max(merged.end, last->end);
+    ++last;
+  }
+  if (first == last) {
+    busy.insert(first, merged);
+    return;
+  }
+  *first = merged;
+  busy.erase(first + 1, last);
+}
+
 Executor::Executor(const TaskGraph& g, CollectiveRunner* runner) : g_(g), runner_(runner) {
   const std::size_t nn = g.size();
   const std::size_t nq = g.ranks().size() * g.streams();
@@ -113,6 +178,11 @@ ExecResult Executor::run(sim::Simulator& sim) {
     waiting_[i] = static_cast<std::uint32_t>(g_.deps(i).size()) + (nq_begin_[i + 1] - nq_begin_[i]);
   }
   q_head_ = q_begin_;
+  if (contention_.active()) {
+    comm_in_flight_.assign(g_.ranks().size(), 0);
+    running_.resize(g_.ranks().size());
+    for (auto& r : running_) r.clear();
+  }
   for (std::size_t q = 0; q < q_begin_.size(); ++q) {
     if (q_begin_[q] < q_end_[q]) --waiting_[q_nodes_[q_begin_[q]]];
   }
@@ -171,6 +241,22 @@ void Executor::launch(NodeId n) {
     });
     return;
   }
+  if (contention_.active()) {
+    if (node.kind == NodeKind::collective) {
+      for (const int m : g_.simulated_members(node.group)) {
+        const int ri = g_.rank_index(m);
+        if (ri >= 0 && comm_in_flight_[static_cast<std::size_t>(ri)]++ == 0) comm_changed(static_cast<std::size_t>(ri), true);
+      }
+    } else if (node.kind == NodeKind::compute && g_.rank_index(node.rank) >= 0) {
+      const auto k = static_cast<std::size_t>(g_.rank_index(node.rank));
+      Running x;
+      x.n = n;
+      x.p = ComputeProgress::start(now, dur_[n], contention_, comm_in_flight_[k] > 0);
+      x.ev = sim_->schedule_at(x.p.end(), [this, n] { finish(n); });
+      running_[k].push_back(x);
+      return;
+    }
+  }
   if (node.kind == NodeKind::collective && runner_ != nullptr) {
     runner_->start(*sim_, g_, n, [this, n](Time) { finish(n); });
     return;
@@ -184,6 +270,20 @@ void Executor::finish(NodeId n) {
   done_[n] = 1;
   ++finished_;
   emit(node_ended, n, now);
+  if (contention_.active()) {
+    const auto& node = g_.node(n);
+    if (node.kind == NodeKind::collective) {
+      for (const int m : g_.simulated_members(node.group)) {
+        const int ri = g_.rank_index(m);
+        if (ri >= 0 && --comm_in_flight_[static_cast<std::size_t>(ri)] == 0) comm_changed(static_cast<std::size_t>(ri), false);
+      }
+    } else if (node.kind == NodeKind::compute && g_.rank_index(node.rank) >= 0) {
+      auto& list = running_[static_cast<std::size_t>(g_.rank_index(node.rank))];
+      const auto it = std::find_if(list.begin(), list.end(), [n](const Running& x) { return x.n == n; });
+      *it = list.back();
+      list.pop_back();
+    }
+  }
   for (std::uint32_t k = nq_begin_[n]; k < nq_begin_[n + 1]; ++k) {
     const std::uint32_t q = nq_[k];
     if (++q_head_[q] < q_end_[q]) {
@@ -196,6 +296,21 @@ void Executor::finish(NodeId n) {
     const NodeId s = succ_[k];
     --waiting_[s];
     try_start(s);
+  }
+}
+
+void Executor::comm_changed(std::size_t ri, bool contended) {
+  // The compute in progress on this rank changes rate: bank the work done at the old rate and
+  // move its end where the new rate puts it.
+  const Time now = sim_->now();
+  for (auto& x : running_[ri]) {
+    const Time before = x.p.end();
+    x.p.change(now, contention_.rate(contended));
+    const Time after = x.p.end();
+    if (after == before) continue;
+    sim_->cancel(x.ev);
+    const NodeId n = x.n;
+    x.ev = sim_->schedule_at(after, [this, n] { finish(n); });
   }
 }
 

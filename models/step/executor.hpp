@@ -17,7 +17,21 @@
 // with the stream, at the node's start and end. A collective is emitted once per member rank
 // of the graph.
 //
-// Complexity: O(nodes + deps + stream memberships) plus one simulator event per timer.
+// Communication takes compute units (issue 15; set_comm_contention): NCCL runs one CTA per
+// channel, each on an SM of its own, for the whole collective (NCCL docs, environment
+// variables NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS / NCCL_MAX_CTAS), so a kernel that overlaps
+// a collective has the SMs less those. The compute-time rule (ComputeProgress, contended_end
+// below, the one rule the executor and the sampled-step timer of variation.cpp share): a
+// compute node has work = duration x units (unit-picoseconds) and does `units - comm_units`
+// of it per picosecond while at least one collective of its rank is in flight, `units`
+// otherwise; it ends at the first picosecond by which its work is done. Integer arithmetic:
+// banking the work at any set of instants gives the same end (the executor banks at every
+// start and end of a collective of the rank, the timer only where the rank's busy union
+// changes). Without contention (the default) compute nodes are plain timers.
+//
+// Complexity: O(nodes + deps + stream memberships) plus one simulator event per timer; with
+// contention, each start and end of a collective also reschedules the compute nodes running
+// on its member ranks.
 // Throws ConfigError naming a node that never ran: a deadlock that TaskGraph::validate does
 // not see (it checks dependencies and stream order, not the send/recv rendezvous), e.g. two
 // ranks that each post a recv before their send to the other on one stream.
@@ -41,6 +55,47 @@ class CollectiveRunner {
   virtual void start(sim::Simulator& sim, const TaskGraph& g, NodeId n, std::function<void(Time end)> done) = 0;
 };
 
+/// Compute units a running collective takes from the compute of its ranks (header comment).
+struct CommContention {
+  std::uint32_t units = 0;       ///< compute units (SMs) of the device
+  std::uint32_t comm_units = 0;  ///< units a collective in flight occupies (NCCL channels)
+  /// True when there is a slowdown to model: 0 < comm_units < units.
+  [[nodiscard]] bool active() const { return comm_units > 0 && comm_units < units; }
+  /// Work done per picosecond, in unit-picoseconds: units - comm_units while contended.
+  [[nodiscard]] std::int64_t rate(bool contended) const {
+    return static_cast<std::int64_t>(contended ? units - comm_units : units);
+  }
+};
+
+/// Progress of one compute node under contention (the rule of the header comment).
+struct ComputeProgress {
+  std::int64_t work = 0;  ///< work left as of `since`, unit-picoseconds
+  Time since;
+  std::int64_t rate = 1;  ///< unit-picoseconds per picosecond from `since`
+  /// A node of `duration` starting at `at`. Throws TimeRangeError when duration x units
+  /// overflows int64 (a compute node of more than about 800 days on 132 units).
+  static ComputeProgress start(Time at, Time duration, const CommContention& c, bool contended);
+  /// Banks the work done from `since` to `now` (never below 0) and continues at `new_rate`.
+  void change(Time now, std::int64_t new_rate);
+  /// The first picosecond by which the work is done at the current rate: since + ceil(work / rate).
+  [[nodiscard]] Time end() const;
+};
+
+/// A half-open interval [begin, end) during which a rank has a collective in flight.
+struct BusyInterval {
+  Time begin, end;
+};
+
+/// End of a compute node of `duration` starting at `start` on a rank whose collectives are in
+/// flight over `busy` (sorted, disjoint, not touching, each non-empty): ComputeProgress over
+/// the rank's changes after `start`. With c inactive or no busy time after `start`:
+/// start + duration. O(log |busy| + intervals the node overlaps).
+Time contended_end(Time start, Time duration, std::span<const BusyInterval> busy, const CommContention& c);
+
+/// Adds [begin, end) to a rank's busy union (sorted, disjoint, not touching), merging what it
+/// meets; an empty interval adds nothing. O(log n) to append, O(n) to insert in the middle.
+void add_busy(std::vector<BusyInterval>& busy, Time begin, Time end);
+
 struct ExecResult {
   std::vector<Time> start, end;  ///< per node
   Time makespan;                 ///< the last end
@@ -62,6 +117,9 @@ class Executor {
   /// Throws std::invalid_argument for a size other than 0 or g.ranks().size(), or a factor
   /// that is not positive and finite. O(nodes).
   void set_compute_scale(std::span<const double> per_rank);
+  /// Compute slowed by collectives in flight on its rank (header comment) for the following
+  /// runs; default none (inactive). Any collective node counts, on every simulated member.
+  void set_comm_contention(const CommContention& c) { contention_ = c; }
 
   /// node, rank (topology device), stream, time
   Signal<NodeId, int, std::uint32_t, Time> node_started;
@@ -72,9 +130,19 @@ class Executor {
   void launch(NodeId n);
   void finish(NodeId n);
   void emit(const Signal<NodeId, int, std::uint32_t, Time>& s, NodeId n, Time t) const;
+  void comm_changed(std::size_t rank_index, bool contended);
+
+  struct Running {  ///< a compute node in progress under contention
+    NodeId n = 0;
+    ComputeProgress p;
+    sim::EventId ev;
+  };
 
   const TaskGraph& g_;
   CollectiveRunner* runner_;
+  CommContention contention_;
+  std::vector<std::uint32_t> comm_in_flight_;  ///< collectives in flight per rank index
+  std::vector<std::vector<Running>> running_;  ///< compute in progress per rank index
   sim::Simulator* sim_ = nullptr;
   ExecResult* out_ = nullptr;
   // Stream queues (rank index x streams): node ids in order, and the head position.

@@ -227,12 +227,18 @@ bool uses_runner(const ProgramInstance& inst, CommModel& comm) {
 }
 
 void run_instance(const ProgramInstance& inst, const StepConfig& c, CommModel& comm, std::span<const double> scale,
-                  StepResult& r, Executor* reuse) {
-  run_task_graph(inst.graph, inst.ranks, inst.folded, c, comm, r, false, scale, reuse);
+                  StepResult& r, Executor* reuse, const CommContention& contention) {
+  run_task_graph(inst.graph, inst.ranks, inst.folded, c, comm, r, false, scale, reuse, contention);
+}
+
+CommContention step_contention(const compute::Device& dev, const StepConfig& c) {
+  if (c.measured_compute || c.strategy == Strategy::trace) return {};
+  return {dev.compute_units, dev.comm_units};
 }
 
 void run_task_graph(const TaskGraph& g, std::uint64_t R, bool fold, const StepConfig& c, CommModel& comm, StepResult& r,
-                    bool label_by_group, std::span<const double> scale, Executor* reuse) {
+                    bool label_by_group, std::span<const double> scale, Executor* reuse,
+                    const CommContention& contention) {
   sim::Simulator sim;  // before the runner, whose network and runs refer to it
   // Timers where collectives cannot overlap; the concurrent runner (flow) where they can.
   std::unique_ptr<CollectiveRunner> runner = comm.concurrent_runner();
@@ -245,6 +251,7 @@ void run_task_graph(const TaskGraph& g, std::uint64_t R, bool fold, const StepCo
     ex = own.get();
   }
   ex->set_compute_scale(scale);
+  ex->set_comm_contention(contention);
   const ExecResult res = ex->run(sim);
   const std::size_t S = g.ranks().size();
   const auto& sim_ranks = g.ranks();
@@ -268,10 +275,11 @@ void run_task_graph(const TaskGraph& g, std::uint64_t R, bool fold, const StepCo
     const auto& node = g.node(n);
     // A run on the shared network, and a send/recv pair (the recv has no duration of its
     // own), take what the execution says; timers their duration.
+    // Under contention, compute takes what the execution says too (scale included).
     const bool measured = (node.kind == NodeKind::collective && use != nullptr) || node.kind == NodeKind::send ||
-                          node.kind == NodeKind::recv;
+                          node.kind == NodeKind::recv || (node.kind == NodeKind::compute && contention.active());
     double d = measured ? (res.end[n] - res.start[n]).to_seconds() : node.duration_s;
-    if (node.kind == NodeKind::compute && !scale.empty()) {
+    if (node.kind == NodeKind::compute && !scale.empty() && !measured) {
       d *= scale[static_cast<std::size_t>(g.rank_index(node.rank))];
     }
     on_rank(n, [&](std::size_t k) {
@@ -321,7 +329,8 @@ void run_task_graph(const TaskGraph& g, std::uint64_t R, bool fold, const StepCo
   r.per_rank = std::move(pr);
 }
 
-void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm, StepResult& r) {
+void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm, StepResult& r,
+                     const CommContention& contention) {
   const ProgramInstance inst = instantiate_program(p, c, comm);
   std::vector<double> scale;
   if (!c.compute_scale.empty()) {
@@ -331,7 +340,7 @@ void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm,
       scale.push_back(k < c.compute_scale.size() ? c.compute_scale[k] : 1.0);
     }
   }
-  run_instance(inst, c, comm, scale, r);
+  run_instance(inst, c, comm, scale, r, nullptr, contention);
 }
 
 }  // namespace shardsim::step

@@ -100,8 +100,9 @@ ProgramInstance instantiate_program(const RankProgram& p, const StepConfig& c, C
 /// as graph.ranks(); empty = 1) and fills the timing fields of `r` (as execute_program).
 /// `ex`, when given, is an executor of inst.graph to reuse (no concurrent runner): repeated
 /// runs (sampled steps) then skip the executor's set-up.
+/// `contention`: Executor::set_comm_contention for this run (default none).
 void run_instance(const ProgramInstance& inst, const StepConfig& c, CommModel& comm, std::span<const double> scale,
-                  StepResult& r, Executor* ex = nullptr);
+                  StepResult& r, Executor* ex = nullptr, const CommContention& contention = {});
 /// True when the instance runs its collectives on comm's concurrent runner (flow fidelity
 /// with collectives that may overlap): then each run needs its own runner and executor.
 bool uses_runner(const ProgramInstance& inst, CommModel& comm);
@@ -111,7 +112,16 @@ bool uses_runner(const ProgramInstance& inst, CommModel& comm);
 /// results, ranks / ranks_simulated / events, timeline). Collective times come from `comm`
 /// (called first for rank 0's instances in program order, then for the other instances);
 /// collectives that may overlap run on comm's concurrent runner where it has one.
-void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm, StepResult& r);
+/// `contention`: compute slowed by the collectives in flight on its rank (executor.hpp); the
+/// breakdown then counts each compute node at the time it ran.
+void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm, StepResult& r,
+                     const CommContention& contention = {});
+
+/// The contention a strategy step's compute runs under on `dev` (issue 15): the device's
+/// compute units and the units NCCL's channels take (Device::comm_units); none when compute
+/// times are measured (c.measured_compute) or recorded (the trace strategy), since those
+/// already carry whatever contention they ran under.
+CommContention step_contention(const compute::Device& dev, const StepConfig& c);
 
 /// Executes a task graph of the step (every node's duration set; collectives as timers of
 /// their duration_s, or on comm's concurrent runner where the graph's collectives may overlap)
@@ -119,8 +129,9 @@ void execute_program(const RankProgram& p, const StepConfig& c, CommModel& comm,
 /// graph's ranks, or the ranks a folded representative stands for); `fold`: the graph's one
 /// rank stands for all R. `label_by_group`: timeline intervals of collectives name their
 /// stream "comm <group name>" and send/recv "p2p" (a stream per group), else "comm", "comm N".
-/// `scale` and `ex` as for run_instance (which calls this).
+/// `scale`, `ex` and `contention` as for run_instance (which calls this).
 void run_task_graph(const TaskGraph& g, std::uint64_t R, bool fold, const StepConfig& c, CommModel& comm, StepResult& r,
-                    bool label_by_group = false, std::span<const double> scale = {}, Executor* ex = nullptr);
+                    bool label_by_group = false, std::span<const double> scale = {}, Executor* ex = nullptr,
+                    const CommContention& contention = {});
 
 }  // namespace shardsim::step

@@ -78,7 +78,7 @@ StepResult simulate_step(const Workload& w, const compute::Device& dev, const St
     detail::execute_replay_per_rank(w, dev, c, comm, r);  // every rank's own graph (replay.hpp)
   } else {
     const RankProgram program = detail::graph_builder(c.strategy).build(w, dev, c, comm, r);
-    execute_program(program, c, comm, r);
+    execute_program(program, c, comm, r, step_contention(dev, c));  // issue 15: SMs NCCL takes
   }
   const auto math = c.precision == opt::Precision::mixed ? compute::MathType::bf16 : compute::MathType::fp32;
   r.model_flops = w.model_flops() * c.grad_accum;

@@ -2,18 +2,23 @@
 
 #include <fmt/format.h>
 
+#include <array>
+
 #include "models/collectives/collective_run.hpp"
 #include "models/collectives/flow_eval.hpp"
 #include "models/collectives/nccl_model.hpp"
+#include "sim/enum_names.hpp"
 #include "sim/error.hpp"
 #include "topologies/faults.hpp"
 
 namespace shardsim::step {
 
+namespace {
+constexpr std::array<EnumName<Fidelity>, 2> kFidelities{{{Fidelity::analytical, "analytical"}, {Fidelity::flow, "flow"}}};
+}  // namespace
+
 Fidelity fidelity_from_string(const std::string& s, const std::string& where) {
-  if (s == "analytical") return Fidelity::analytical;
-  if (s == "flow") return Fidelity::flow;
-  throw ConfigError(where, fmt::format("unknown fidelity '{}'", s), "one of analytical, flow");
+  return enum_from_name(kFidelities, s, "fidelity", where);
 }
 
 TopologyComm::TopologyComm(const topo::Topology& t, Fidelity f, std::string algorithm, coll::CostParams p,

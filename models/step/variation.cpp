@@ -14,6 +14,7 @@
 #include "models/step/graph_builders.hpp"
 #include "models/step/rank_program.hpp"
 #include "sim/error.hpp"
+#include "sim/text/strings.hpp"
 
 namespace shardsim::step {
 
@@ -96,13 +97,7 @@ double JitterDist::sample(Rng& rng) const {
 
 namespace {
 
-std::optional<double> to_double(std::string_view s) {
-  double v = 0;
-  const auto* end = s.data() + s.size();
-  const auto [p, ec] = std::from_chars(s.data(), end, v);
-  if (ec != std::errc() || p != end || !std::isfinite(v)) return std::nullopt;
-  return v;
-}
+using text::to_double;
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
@@ -321,88 +316,113 @@ double quantile_sorted(const std::vector<double>& v, double q) {
   return v[lo] + (h - static_cast<double>(lo)) * (v[hi] - v[lo]);
 }
 
-namespace {
-
-// The step time of a timer-only graph whose node ids are a topological order (every
-// dependency and every stream predecessor has a smaller id: true of instantiate_program's
-// graphs): the Executor's rule, start(i) = max(end of deps(i), end of the previous node on
-// each of its streams), evaluated in one pass in id order, in the same integer picoseconds and
-// with the same rounding of scaled durations as Executor::set_compute_scale; so it equals the
-// executor's makespan exactly (tests/models/step/test_variation.cpp checks it) at a fraction of
-// the cost (no event queue). Graphs with send/recv (a rendezvous) are not handled.
-class StaticTimer {
- public:
-  static std::unique_ptr<StaticTimer> make(const TaskGraph& g) {
-    auto st = std::unique_ptr<StaticTimer>(new StaticTimer());
-    const std::size_t nn = g.size();
-    st->q_begin_.assign(nn + 1, 0);
-    st->dur_.resize(nn);
-    st->base_.resize(nn);
-    st->rank_.assign(nn, -1);
-    st->deps_begin_.assign(nn + 1, 0);
-    std::vector<NodeId> last(g.ranks().size() * g.streams(), static_cast<NodeId>(nn));
-    for (NodeId i = 0; i < nn; ++i) {
-      const auto& n = g.node(i);
-      if (n.kind == NodeKind::send || n.kind == NodeKind::recv) return nullptr;
-      for (const NodeId d : g.deps(i)) {
-        if (d >= i) return nullptr;
-        st->deps_.push_back(d);
-      }
-      st->deps_begin_[i + 1] = static_cast<std::uint32_t>(st->deps_.size());
-      auto add = [&](int device) {
-        const int ri = g.rank_index(device);
-        if (ri < 0) return;
-        const std::size_t q = static_cast<std::size_t>(ri) * g.streams() + n.stream;
-        st->q_.push_back(static_cast<std::uint32_t>(q));
-        last[q] = i;
-      };
-      if (n.kind == NodeKind::collective) {
-        for (const int r : g.simulated_members(n.group)) add(r);
-      } else {
-        add(n.rank);
-        if (n.kind == NodeKind::compute) st->rank_[i] = g.rank_index(n.rank);
-      }
-      st->q_begin_[i + 1] = static_cast<std::uint32_t>(st->q_.size());
-      st->base_[i] = n.duration_s;
-      st->dur_[i] = Time::from_seconds(n.duration_s);
+// Why the one pass is exact (variation.hpp states the contract): nodes in id order are a
+// topological order, so each start is final when it is computed. Under contention a compute
+// node's end is contended_end over the busy union of the collectives of its rank with smaller
+// ids. When no collective of a larger id overlaps the run of a compute node of its rank with a
+// smaller id (checked below), every compute node saw every collective that overlaps it, so the
+// times satisfy the executor's equations; these have one solution (the state at each instant
+// follows from earlier instants: the system is causal, and every rate is positive), which is
+// the executor's. Strategy graphs always pass: every collective depends on the last compute
+// node issued before it (or precedes every compute node), so the compute of smaller ids has
+// ended when it starts.
+std::unique_ptr<StaticTimer> StaticTimer::make(const TaskGraph& g, const CommContention& contention) {
+  auto st = std::unique_ptr<StaticTimer>(new StaticTimer());
+  const std::size_t nn = g.size();
+  st->contention_ = contention;
+  st->q_begin_.assign(nn + 1, 0);
+  st->dur_.resize(nn);
+  st->base_.resize(nn);
+  st->rank_.assign(nn, -1);
+  st->coll_.assign(nn, 0);
+  st->deps_begin_.assign(nn + 1, 0);
+  std::vector<NodeId> last(g.ranks().size() * g.streams(), static_cast<NodeId>(nn));
+  for (NodeId i = 0; i < nn; ++i) {
+    const auto& n = g.node(i);
+    if (n.kind == NodeKind::send || n.kind == NodeKind::recv) return nullptr;
+    for (const NodeId d : g.deps(i)) {
+      if (d >= i) return nullptr;
+      st->deps_.push_back(d);
     }
-    st->queues_ = last.size();
-    return st;
+    st->deps_begin_[i + 1] = static_cast<std::uint32_t>(st->deps_.size());
+    auto add = [&](int device) {
+      const int ri = g.rank_index(device);
+      if (ri < 0) return;
+      const std::size_t q = static_cast<std::size_t>(ri) * g.streams() + n.stream;
+      st->q_.push_back(static_cast<std::uint32_t>(q));
+      last[q] = i;
+    };
+    if (n.kind == NodeKind::collective) {
+      for (const int r : g.simulated_members(n.group)) add(r);
+      st->coll_[i] = 1;
+    } else {
+      add(n.rank);
+      if (n.kind == NodeKind::compute) st->rank_[i] = g.rank_index(n.rank);
+    }
+    st->q_begin_[i + 1] = static_cast<std::uint32_t>(st->q_.size());
+    st->base_[i] = n.duration_s;
+    st->dur_[i] = Time::from_seconds(n.duration_s);
   }
+  st->queues_ = last.size();
+  st->streams_ = g.streams();
+  st->busy_.resize(g.ranks().size());
+  st->runs_.resize(g.ranks().size());
+  return st;
+}
 
-  Time makespan(const std::vector<double>& scale) {
-    const std::size_t nn = dur_.size();
-    end_.resize(nn);
-    last_.assign(queues_, Time::zero());
-    Time span = Time::zero();
-    for (std::size_t i = 0; i < nn; ++i) {
-      Time s = Time::zero();
-      for (std::uint32_t k = deps_begin_[i]; k < deps_begin_[i + 1]; ++k) s = std::max(s, end_[deps_[k]]);
-      for (std::uint32_t k = q_begin_[i]; k < q_begin_[i + 1]; ++k) s = std::max(s, last_[q_[k]]);
-      Time d = dur_[i];
-      if (rank_[i] >= 0 && !scale.empty()) {
-        const double f = scale[static_cast<std::size_t>(rank_[i])];
+bool StaticTimer::overlaps_earlier_compute(const std::vector<ComputeRun>& runs, Time s, Time e) {
+  // Scan back while the runs so far may still end after s.
+  for (auto it = runs.rbegin(); it != runs.rend() && it->max_end > s; ++it) {
+    if (std::max(it->start, s) < std::min(it->end, e)) return true;
+  }
+  return false;
+}
+
+std::optional<Time> StaticTimer::makespan(const std::vector<double>& scale) {
+  const std::size_t nn = dur_.size();
+  const bool contended = contention_.active();
+  end_.resize(nn);
+  last_.assign(queues_, Time::zero());
+  if (contended) {
+    for (auto& b : busy_) b.clear();
+    for (auto& r : runs_) r.clear();
+  }
+  Time span = Time::zero();
+  for (std::size_t i = 0; i < nn; ++i) {
+    Time s = Time::zero();
+    for (std::uint32_t k = deps_begin_[i]; k < deps_begin_[i + 1]; ++k) s = std::max(s, end_[deps_[k]]);
+    for (std::uint32_t k = q_begin_[i]; k < q_begin_[i + 1]; ++k) s = std::max(s, last_[q_[k]]);
+    Time d = dur_[i];
+    Time e;
+    if (rank_[i] >= 0) {
+      const auto ri = static_cast<std::size_t>(rank_[i]);
+      if (!scale.empty()) {
+        const double f = scale[ri];
         d = Time::from_seconds(f == 1.0 ? base_[i] : base_[i] * f);
       }
-      const Time e = s + d;
-      end_[i] = e;
-      for (std::uint32_t k = q_begin_[i]; k < q_begin_[i + 1]; ++k) last_[q_[k]] = e;
-      span = std::max(span, e);
+      if (contended) {
+        e = contended_end(s, d, busy_[ri], contention_);
+        auto& runs = runs_[ri];
+        runs.push_back({s, e, runs.empty() ? e : std::max(e, runs.back().max_end)});
+      } else {
+        e = s + d;
+      }
+    } else {
+      e = s + d;
+      if (contended && coll_[i] && s < e) {
+        for (std::uint32_t k = q_begin_[i]; k < q_begin_[i + 1]; ++k) {
+          const std::size_t ri = q_[k] / streams_;
+          if (overlaps_earlier_compute(runs_[ri], s, e)) return std::nullopt;
+          add_busy(busy_[ri], s, e);
+        }
+      }
     }
-    return span;
+    end_[i] = e;
+    for (std::uint32_t k = q_begin_[i]; k < q_begin_[i + 1]; ++k) last_[q_[k]] = e;
+    span = std::max(span, e);
   }
-
- private:
-  StaticTimer() = default;
-  std::vector<std::uint32_t> q_begin_, q_, deps_begin_;
-  std::vector<NodeId> deps_;
-  std::vector<Time> dur_, end_, last_;
-  std::vector<double> base_;
-  std::vector<int> rank_;
-  std::size_t queues_ = 0;
-};
-
-}  // namespace
+  return span;
+}
 
 StepSamples simulate_step_samples(const Workload& w, const compute::Device& dev, const StepConfig& c, CommModel& comm,
                                   const ComputeVariation& v, std::uint64_t samples, const std::vector<double>& base_scale) {
@@ -431,10 +451,12 @@ StepSamples simulate_step_samples(const Workload& w, const compute::Device& dev,
   const ProgramInstance inst = instantiate_program(program, cs, comm, /*vary=*/true);
   // Timers only (analytical, or collectives that cannot overlap): one pass per step over the
   // graph; a concurrent runner (flow) needs the executor and a fresh network every step.
+  // Compute contention (issue 15) as simulate_step applies it; the one pass falls back to the
+  // executor for a sample it cannot time exactly.
   const bool runner = uses_runner(inst, comm);
-  std::unique_ptr<StaticTimer> fast = runner ? nullptr : StaticTimer::make(inst.graph);
+  const CommContention contention = step_contention(dev, c);
+  std::unique_ptr<StaticTimer> fast = runner ? nullptr : StaticTimer::make(inst.graph, contention);
   std::unique_ptr<Executor> ex;
-  if (!runner && !fast) ex = std::make_unique<Executor>(inst.graph);
   out.step_time_s.reserve(samples);
   std::vector<double> scale;
   for (std::uint64_t s = 0; s < samples; ++s) {
@@ -442,11 +464,15 @@ StepSamples simulate_step_samples(const Workload& w, const compute::Device& dev,
     scale.clear();
     for (const int rank : inst.graph.ranks()) scale.push_back(f[static_cast<std::size_t>(rank)]);
     if (fast) {
-      out.step_time_s.push_back(fast->makespan(scale).to_seconds());
-    } else {
-      run_instance(inst, cs, comm, scale, scratch, ex.get());
-      out.step_time_s.push_back(scratch.step_time_s);
+      if (const auto t = fast->makespan(scale)) {
+        out.step_time_s.push_back(t->to_seconds());
+        continue;
+      }
     }
+    ++out.executor_samples;
+    if (!runner && !ex) ex = std::make_unique<Executor>(inst.graph);
+    run_instance(inst, cs, comm, scale, scratch, ex.get(), contention);
+    out.step_time_s.push_back(scratch.step_time_s);
   }
   std::vector<double> sorted = out.step_time_s;
   std::sort(sorted.begin(), sorted.end());

@@ -27,10 +27,14 @@
 //
 // Folding (rank_program.hpp): ranks whose factors differ are never folded.
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "models/step/executor.hpp"
 #include "models/step/step.hpp"
+#include "models/step/task_graph.hpp"
 #include "topologies/topology.hpp"
 
 namespace shardsim::step {
@@ -121,16 +125,64 @@ std::vector<std::uint64_t> balanced_batches(const std::vector<double>& factors, 
 /// Fan 1996, definition 7: h = (n - 1) q). Throws std::invalid_argument when empty.
 double quantile_sorted(const std::vector<double>& sorted, double q);
 
+/// The one-pass timer of sampled steps: the executor's makespan of a timer-only graph
+/// without re-running the executor. Rule: start(i) = max(end of deps(i), end of the previous
+/// node on each of its streams), evaluated in id order (a topological order: every dependency
+/// and stream predecessor has a smaller id, true of instantiate_program's graphs), in the same
+/// integer picoseconds and with the same rounding of scaled durations as
+/// Executor::set_compute_scale, and compute ends by contended_end (executor.hpp, the rule the
+/// executor uses) over the busy union of the collectives of its rank seen so far. Equal to the
+/// executor's makespan exactly whenever it returns a time (variation.cpp says why;
+/// tests/models/step/test_variation.cpp and tests/models/compute/test_comm_contention.cpp check
+/// it). Under active contention it returns nullopt when a collective overlaps a compute node
+/// of its rank with a smaller id (the pass cannot have seen it): the caller runs the executor.
+/// O(nodes + deps + stream memberships) per call, plus, under contention, a binary search per
+/// compute node and the scan of each collective's members' latest compute; no event queue.
+class StaticTimer {
+ public:
+  /// nullptr for a graph the pass cannot time: send/recv (a rendezvous), or a dependency on a
+  /// node of a larger id. The graph is read here only.
+  static std::unique_ptr<StaticTimer> make(const TaskGraph& g, const CommContention& contention = {});
+  /// Makespan with per-rank compute factors `scale` (indexed as the graph's ranks; empty = 1),
+  /// or nullopt (above).
+  std::optional<Time> makespan(const std::vector<double>& scale);
+
+ private:
+  struct ComputeRun {
+    Time start, end, max_end;  ///< a compute node's run; max_end over the rank's runs so far
+  };
+  /// True when a run of `runs` overlaps [s, e) with positive length.
+  static bool overlaps_earlier_compute(const std::vector<ComputeRun>& runs, Time s, Time e);
+  StaticTimer() = default;
+  CommContention contention_;
+  std::vector<std::uint32_t> q_begin_, q_, deps_begin_;
+  std::vector<NodeId> deps_;
+  std::vector<Time> dur_, end_, last_;
+  std::vector<double> base_;
+  std::vector<int> rank_;
+  std::vector<char> coll_;
+  std::vector<std::vector<BusyInterval>> busy_;  ///< per rank index: its collectives so far
+  std::vector<std::vector<ComputeRun>> runs_;     ///< per rank index: its compute so far
+  std::size_t queues_ = 0;
+  std::uint32_t streams_ = 1;
+};
+
 struct StepSamples {
   StepResult first;                 ///< the full result of step 0
   std::vector<double> step_time_s;  ///< per sampled step, in order
   double mean_s = 0, p50_s = 0, p90_s = 0, p99_s = 0, max_s = 0, min_s = 0;
+  /// Samples the executor ran: all of them with a concurrent runner or send/recv, else those
+  /// the one-pass timer could not time exactly (variation.cpp).
+  std::uint64_t executor_samples = 0;
 };
 
 /// Runs `samples` steps (>= 1; ConfigError "--samples" otherwise) of one program: the graph
 /// is built once and re-executed with the factors of each step (c.compute_scale is ignored;
 /// the factors come from `v` and multiply any per-rank device factor in `base_scale`, empty =
-/// 1). O(samples x (nodes + events)).
+/// 1). Compute overlapped by collectives is slowed as in simulate_step (step_contention,
+/// rank_program.hpp). Graphs without send/recv and without a concurrent runner are timed in
+/// one pass per step, exactly the executor's times (variation.cpp; the executor where the pass
+/// cannot prove that); O(samples x (nodes + events)).
 StepSamples simulate_step_samples(const Workload& w, const compute::Device& dev, const StepConfig& c, CommModel& comm,
                                   const ComputeVariation& v, std::uint64_t samples,
                                   const std::vector<double>& base_scale = {});

@@ -1,5 +1,8 @@
 #include "sim/text/strings.hpp"
 
+#include <charconv>
+#include <cmath>
+
 namespace shardsim::text {
 
 std::string join(const std::vector<std::string>& items, std::string_view sep) {
@@ -28,6 +31,14 @@ std::string_view trim(std::string_view s) {
   if (b == std::string_view::npos) return {};
   const auto e = s.find_last_not_of(" \t\r\n");
   return s.substr(b, e - b + 1);
+}
+
+std::optional<double> to_double(std::string_view s) {
+  double v = 0;
+  const char* end = s.data() + s.size();
+  const auto [p, ec] = std::from_chars(s.data(), end, v);
+  if (ec != std::errc() || p != end || !std::isfinite(v)) return std::nullopt;
+  return v;
 }
 
 }  // namespace shardsim::text

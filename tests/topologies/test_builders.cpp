@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "test_helpers.hpp"
@@ -14,6 +15,21 @@ using test::route_nodes;
 using Nodes = std::vector<NodeId>;
 
 TEST_SUITE("test_topologies") {
+
+TEST_CASE("a copy of a topology routes on its own cache (the source may be gone)") {
+  std::optional<Topology> source = make_topology("torus:dims=4x4,bw=100GB/s,lat=1us", "test");
+  const auto before = source->route(source->device(0), source->device(10)).links;  // fills the cache
+  const Topology copy = *source;
+  CHECK(copy.generation() == source->generation());  // same links, same routing
+  source.reset();  // the copy must not read the source's cache (ASan: heap-use-after-free)
+  CHECK(copy.route(copy.device(0), copy.device(10)).links == before);
+  Topology changed = copy;
+  changed.set_link_latency(0, 2e-6);
+  CHECK(changed.generation() != copy.generation());
+  CHECK(changed.link(0).latency_s == 2e-6);
+  CHECK_THROWS_WITH_AS(changed.set_link_latency(0, -1.0), "link chip[0,0]->chip[1,0]: latency -1 s; expected a latency of zero or more",
+                       ConfigError);
+}
 
 TEST_CASE("torus 4x4 with wraparound: counts, coordinates and shortest-direction DOR routes") {
   const Topology t = make_topology("torus:dims=4x4,bw=100GB/s,lat=1us", "test");

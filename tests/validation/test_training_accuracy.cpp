@@ -18,15 +18,18 @@
 //    record's gpu_type and its SOURCE: 2.4 TB/s): the h100 preset with that capacity and
 //    bandwidth (the compute peak at 500 W is not published: the SXM figure stays).
 // The throughput error is the MFU error: predicted MFU = measured MFU x predicted / measured
-// tokens per second per GPU (the same definition on both sides). Asserted: median |relative
-// MFU error| <= 32 % (what is reached; issue 15's target of 10 % is not met), and every
-// configuration that ran is predicted to fit.
+// tokens per second per GPU (the same definition on both sides). Compute overlapped by an FSDP
+// collective runs on the SMs NCCL's channels leave (Device::comm_units, models/step/executor.hpp).
+// Asserted: median |relative MFU error| <= 29 % and largest <= 59 % (what is reached, 28.2 % and
+// 58.0 %; issue 15's target of 10 % is not met), and every configuration that ran is predicted
+// to fit. SHARDSIM_ACCURACY_BREAKDOWN=1 prints each simulated step's parts to stderr.
 // Label accuracy; prints the table that docs/validation.md carries.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -103,6 +106,12 @@ Run simulate(const json& r, bool checkpointing) {
   c.grad_accum = static_cast<std::uint32_t>(accum);
   c.checkpointing = checkpointing;
   const auto s = step::simulate_step(w, dev, c, comm);
+  if (std::getenv("SHARDSIM_ACCURACY_BREAKDOWN") != nullptr) {
+    // Diagnostics: the step's parts (seconds) and the model's FLOPs per token.
+    fmt::print(stderr, "{} ckpt={} accum={} step {:.3f}: fwd {:.3f} bwd {:.3f} update {:.3f} exposed comm {:.3f} comm {:.3f}; mfu {:.3f}\n",
+               r.at("id").get<std::string>(), checkpointing, accum, s.step_time_s, s.forward_s, s.backward_s, s.update_s,
+               s.exposed_comm_s, s.comm_s, s.mfu);
+  }
   return {s.step_time_s / static_cast<double>(accum * mb * seq), s.memory.peak, static_cast<double>(dev.hbm_bytes)};
 }
 
@@ -155,8 +164,9 @@ std::vector<Prediction> predict_all() {
 
 }  // namespace
 
-// Issue 15's target is a median of 10 %; measured 31.5 % on 2026-12-01 (every prediction too
-// high, docs/validation.md). The bound below is what the model reaches, so a regression fails
+// Issue 15's target is a median of 10 %; measured 31.6 % without and 28.2 % with the SM
+// contention of FSDP collectives on 2026-12-01 (every prediction too high, docs/validation.md;
+// largest 76.2 % and 58.0 %). The bounds below is what the model reaches, so a regression fails
 // the test; tighten it as the model improves. The target is not met and the issue is open.
 TEST_CASE("published FSDP runs: MFU predicted from presets (median |error| bound = what is reached), every run predicted to fit") {
   const auto preds = predict_all();
@@ -178,6 +188,7 @@ TEST_CASE("published FSDP runs: MFU predicted from presets (median |error| bound
   const double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
   fmt::print("\n{} records; median |MFU error| {:.1f} %; largest {:.1f} %; predicted not to fit: {}\n", n, 100 * median,
              100 * sorted.back(), misfits);
-  CHECK(median <= 0.32);
+  CHECK(median <= 0.29);
+  CHECK(sorted.back() <= 0.59);
   CHECK(misfits == 0);
 }

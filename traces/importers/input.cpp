@@ -8,27 +8,23 @@
 #include <fstream>
 #include <limits>
 
+#include "sim/enum_names.hpp"
 #include "sim/error.hpp"
 #include "traces/importers/astra_v1.hpp"
 
 namespace shardsim::importers {
 
-const char* to_string(Format f) {
-  switch (f) {
-    case Format::chakra: return "chakra";
-    case Format::chakra_json: return "chakra-json";
-    case Format::kineto: return "kineto";
-    case Format::astra_v1: return "astra-v1";
-  }
-  return "?";
-}
+namespace {
+constexpr std::array<EnumName<Format>, 4> kFormats{{{Format::chakra, "chakra"},
+                                                   {Format::chakra_json, "chakra-json"},
+                                                   {Format::kineto, "kineto"},
+                                                   {Format::astra_v1, "astra-v1"}}};
+}  // namespace
+
+const char* to_string(Format f) { return enum_name(kFormats, f); }
 
 Format format_from_string(std::string_view name, const std::string& where) {
-  for (auto f : {Format::chakra, Format::chakra_json, Format::kineto, Format::astra_v1}) {
-    if (name == to_string(f)) return f;
-  }
-  throw ConfigError(where, fmt::format("unknown trace format '{}'", name),
-                    "one of chakra, chakra-json, kineto, astra-v1");
+  return enum_from_name(kFormats, name, "trace format", where);
 }
 
 bool is_gzip(std::string_view data) {

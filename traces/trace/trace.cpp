@@ -4,52 +4,39 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <iterator>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "sim/enum_names.hpp"
 #include "sim/error.hpp"
 #include "sim/text/json_text.hpp"
 
 namespace shardsim::trace {
 
-const char* to_string(Phase p) {
-  switch (p) {
-    case Phase::forward: return "forward";
-    case Phase::backward: return "backward";
-    case Phase::update: return "update";
-    case Phase::other: return "other";
-  }
-  return "?";
-}
+namespace {
+constexpr std::array<EnumName<Phase>, 4> kPhases{
+    {{Phase::forward, "forward"}, {Phase::backward, "backward"}, {Phase::update, "update"}, {Phase::other, "other"}}};
+constexpr std::array<EnumName<DType>, 8> kDTypes{{{DType::fp64, "fp64"},
+                                                  {DType::fp32, "fp32"},
+                                                  {DType::tf32, "tf32"},
+                                                  {DType::bf16, "bf16"},
+                                                  {DType::fp16, "fp16"},
+                                                  {DType::fp8, "fp8"},
+                                                  {DType::int8, "int8"},
+                                                  {DType::int32, "int32"}}};
+}  // namespace
+
+const char* to_string(Phase p) { return enum_name(kPhases, p); }
 
 Phase phase_from_string(const std::string& s, const std::string& where) {
-  for (auto p : {Phase::forward, Phase::backward, Phase::update, Phase::other}) {
-    if (s == to_string(p)) return p;
-  }
-  throw ConfigError(where, fmt::format("unknown phase '{}'", s), "one of forward, backward, update, other");
+  return enum_from_name(kPhases, s, "phase", where);
 }
 
-namespace {
-constexpr DType kDTypes[] = {DType::fp64, DType::fp32, DType::tf32, DType::bf16,
-                             DType::fp16, DType::fp8,  DType::int8, DType::int32};
-}
-
-const char* to_string(DType d) {
-  switch (d) {
-    case DType::fp64: return "fp64";
-    case DType::fp32: return "fp32";
-    case DType::tf32: return "tf32";
-    case DType::bf16: return "bf16";
-    case DType::fp16: return "fp16";
-    case DType::fp8: return "fp8";
-    case DType::int8: return "int8";
-    case DType::int32: return "int32";
-  }
-  return "?";
-}
+const char* to_string(DType d) { return enum_name(kDTypes, d); }
 
 std::uint32_t dtype_bytes(DType d) {
   switch (d) {
@@ -66,11 +53,7 @@ std::uint32_t dtype_bytes(DType d) {
 }
 
 DType dtype_from_string(const std::string& s, const std::string& where) {
-  for (auto d : kDTypes) {
-    if (s == to_string(d)) return d;
-  }
-  throw ConfigError(where, fmt::format("unknown dtype '{}'", s),
-                    "one of fp64, fp32, tf32, bf16, fp16, fp8, int8, int32");
+  return enum_from_name(kDTypes, s, "dtype", where);
 }
 
 std::uint64_t Trace::parameter_count() const {

@@ -141,6 +141,25 @@ TEST_CASE("a profile maps onto the links of its class") {
   CHECK(calib::calibrated_cost(t, p).step_overhead_s == doctest::Approx(100e-6).epsilon(1e-9));
 }
 
+TEST_CASE("a calibrated topology keeps the structure hints and provenance of the original") {
+  const auto p = calib::fit_profile(synthetic(), {});
+  auto t = calib::record_topology(kSwitch, "test");
+  t.device_groups = {{0, 1}, {2, 3}};
+  t.ring_order = {0, 2, 3, 1};
+  t.devices_forward = true;
+  t.device_model = "h100";
+  t.description = "four hosts";
+  const auto c = calib::calibrated_topology(t, p);
+  CHECK(c.device_groups == t.device_groups);
+  CHECK(c.ring_order == t.ring_order);
+  CHECK(c.devices_forward);
+  CHECK(c.device_model == "h100");
+  CHECK(c.name == t.name);
+  CHECK(c.description == "four hosts");
+  CHECK(c.config == t.config);
+  CHECK(c.generation() != t.generation());  // its links changed
+}
+
 TEST_CASE("apply_profile: topology and step overhead; a profile of another link class is an error") {
   const auto p = calib::fit_profile(synthetic(), {});
   const auto t = calib::record_topology(kSwitch, "test");

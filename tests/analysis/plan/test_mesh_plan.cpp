@@ -24,10 +24,27 @@ const RejectionGroup* cause(const MeshPlanResult& p, const std::string& prefix) 
   return nullptr;
 }
 
-void show(const MeshPlanResult& p, const MeshCandidate& best) {
+// The plan's first Pareto member (the fastest), shown; the plan must have one.
+const MeshCandidate& best_of(const MeshPlanResult& p) {
+  REQUIRE(!p.pareto.empty());
+  const auto& best = p.feasible[p.pareto.front()];
   MESSAGE(fmt::format("best: {} micro-batch {} {} {} {} step {:.3f} s MFU {:.3f} (simulated {} of {} meshes)", best.mesh,
                       best.micro_batch, best.schedule, best.recompute, best.strategy, best.step_time_s, best.mfu,
                       p.simulated, p.considered));
+  return best;
+}
+
+// A plan on dgx-h100-1024, narrowed to zero1 and micro-batch 1 to keep the suite quick (the
+// full search is a benchmark, tests/bench).
+MeshPlanRequest on_dgx_h100_1024(std::string model, double tokens, std::uint64_t global_batch) {
+  MeshPlanRequest r;
+  r.model = std::move(model);
+  r.tokens = tokens;
+  r.global_batch = global_batch;
+  r.hardware = {"dgx-h100-1024"};
+  r.strategies = {"zero1"};
+  r.micro_batches = {1};
+  return r;
 }
 
 }  // namespace
@@ -39,10 +56,7 @@ TEST_CASE("GPT-3 13B, 300B tokens, global batch 1024 on tpu-v3-1024: feasible wi
   r.global_batch = 1024;
   r.hardware = {"tpu-v3-1024"};
   const auto p = make_mesh_plan(r);
-  REQUIRE(!p.pareto.empty());
-  const auto& best = p.feasible[p.pareto.front()];
-  MESSAGE(fmt::format("best: {} micro-batch {} {} {} {} step {:.3f} s MFU {:.3f}", best.mesh, best.micro_batch,
-                      best.schedule, best.recompute, best.strategy, best.step_time_s, best.mfu));
+  const auto& best = best_of(p);
   // 13B with mixed-precision Adam is 16 x 13e9 = 208 GB of model states: it needs tp x pp
   // (or zero3) to fit 32 GiB chips at all.
   CHECK((best.tp * best.pp > 1 || best.strategy == "zero3"));
@@ -57,18 +71,8 @@ TEST_CASE("GPT-3 13B, 300B tokens, global batch 1024 on tpu-v3-1024: feasible wi
 }
 
 TEST_CASE("GPT-3 175B on dgx-h100-1024: tp inside a node, pp across nodes") {
-  MeshPlanRequest r;
-  r.model = "gpt3-175b";
-  r.tokens = 300e9;
-  r.global_batch = 1536;
-  r.hardware = {"dgx-h100-1024"};
-  // Narrowed to keep the suite quick (the full search is a benchmark, tests/bench).
-  r.strategies = {"zero1"};
-  r.micro_batches = {1};
-  const auto p = make_mesh_plan(r);
-  REQUIRE(!p.pareto.empty());
-  const auto& best = p.feasible[p.pareto.front()];
-  show(p, best);
+  const auto p = make_mesh_plan(on_dgx_h100_1024("gpt3-175b", 300e9, 1536));
+  const auto& best = best_of(p);
   // NeMo's published GPT-3 175B runs on DGX H100 use tp=4, pp=8 (interleaved), Megatron-LM's
   // on A100 tp=8 (tests/data/published/training): tp inside the node of 8, pp across nodes
   // (pp is the slowest axis: neighbours 1024 / pp ranks apart).
@@ -81,18 +85,10 @@ TEST_CASE("GPT-3 175B on dgx-h100-1024: tp inside a node, pp across nodes") {
 }
 
 TEST_CASE("Llama-3.1 405B (config.json) on dgx-h100-1024: tp inside a node, pp across nodes, uneven stages") {
-  MeshPlanRequest r;
-  r.model = kModels + "llama-3-405b/config.json";
+  auto r = on_dgx_h100_1024(kModels + "llama-3-405b/config.json", 15e12, 2048);
   r.seq = 8192;
-  r.tokens = 15e12;
-  r.global_batch = 2048;
-  r.hardware = {"dgx-h100-1024"};
-  r.strategies = {"zero1"};
-  r.micro_batches = {1};
   const auto p = make_mesh_plan(r);
-  REQUIRE(!p.pareto.empty());
-  const auto& best = p.feasible[p.pareto.front()];
-  show(p, best);
+  const auto& best = best_of(p);
   // 126 layers: pp = 16 only with uneven stages (Llama 3 ran pp = 16, tp = 8; NeMo's
   // published runs tp = 8, pp = 9, cp = 2). Here tp stays inside the node (placement rejects
   // more) and pp >= 8 spans nodes; this model picks a smaller tp than the published runs (it

@@ -195,10 +195,12 @@ TEST_CASE("--resume refuses the output of another sweep, naming the line") {
 }
 
 TEST_CASE("a sweep killed with SIGKILL and rerun with --resume gives the uninterrupted file") {
-  // 120 scenarios of 5 ms on 2 workers: about 0.3 s; the child is killed once 20 rows are in.
+  // 120 scenarios of 25 ms on 2 workers: about 1.5 s; the child is killed once 20 rows are in
+  // (about 0.25 s). With 5 ms scenarios a loaded machine (ctest -j2 beside builds) now and then
+  // let the child finish all 120 rows before this process looked again.
   const auto spec = make_spec(json::parse(R"([{"pointer":"/x","values":[1,2,3,4,5,6,7,8,9,10,11,12]},
       {"pointer":"/y","values":[0.5,1,1.5,2,2.5,3,3.5,4,4.5,5]}])"),
-                              json{{"command", "fake"}, {"x", 1}, {"y", 1.0}, {"delay_ms", 5}});
+                              json{{"command", "fake"}, {"x", 1}, {"y", 1.0}, {"delay_ms", 25}});
   const fs::path killed = tmp_dir() / "killed.csv", whole = tmp_dir() / "whole.csv";
   fs::remove(killed);
   const pid_t child = ::fork();

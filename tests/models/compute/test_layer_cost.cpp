@@ -36,15 +36,8 @@ std::uint64_t layer0_saved(const trace::Trace& t) {
 }  // namespace
 
 TEST_CASE("layer kernels: the GEMMs carry the layer's matmul FLOPs, split over tp") {
-  compute::LayerShape s;
-  s.hidden = 4096;
-  s.heads = 32;
-  s.kv_heads = 8;
-  s.ffn = 14336;
-  s.seq = 8192;
-  s.micro_batch = 2;
-  s.gated = true;
-  s.fused_qkv = false;
+  compute::LayerShape s{.hidden = 4096, .heads = 32, .kv_heads = 8, .ffn = 14336, .seq = 8192, .micro_batch = 2,
+                        .gated = true, .fused_qkv = false};
   const double T = 2.0 * 8192, h = 4096, kv = 1024, f = 14336;
   // Q, K, V, O: 2 T h (h + 2 kv) + 2 T h h; SwiGLU: 3 x 2 T h f.
   const double expected = 2 * T * h * (h + 2 * kv) + 2 * T * h * h + 6 * T * h * f;
@@ -69,13 +62,7 @@ TEST_CASE("layer kernels: the GEMMs carry the layer's matmul FLOPs, split over t
 
 TEST_CASE("layer time is the sum of its ops; backward GEMMs take twice the forward's FLOPs") {
   const auto& h100 = compute::find_device("h100", "t");
-  compute::LayerShape s;
-  s.hidden = 8192;
-  s.heads = 64;
-  s.kv_heads = 64;
-  s.ffn = 32768;
-  s.seq = 2048;
-  s.micro_batch = 4;
+  const compute::LayerShape s{.hidden = 8192, .heads = 64, .kv_heads = 64, .ffn = 32768, .seq = 2048, .micro_batch = 4};
   const auto t = compute::layer_time(h100, s);
   double fwd = 0, bwd = 0;
   for (const auto& o : compute::layer_ops(s)) {

@@ -41,19 +41,7 @@ ModelSpec gpt3_175b() {
 }
 
 // A small decoder with simple counts: RMSNorm, no biases, untied, no dropout, GELU MLP.
-ModelSpec toy() {
-  ModelSpec m;
-  m.name = "toy";
-  m.layers = 8;
-  m.hidden = 1024;
-  m.heads = m.kv_heads = 16;
-  m.ffn = 4096;
-  m.vocab = 32000;
-  m.max_positions = 512;
-  m.rmsnorm = true;
-  m.default_seq = 512;
-  return m;
-}
+ModelSpec toy() { return shardsim::parallel::test::toy_decoder(8, 512); }
 
 double rel(double a, double b) { return std::abs(a - b) / std::abs(b); }
 

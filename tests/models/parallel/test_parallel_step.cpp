@@ -26,19 +26,7 @@ namespace {
 using shardsim::parallel::test::error_of;
 
 // A small decoder: 16 layers, h 1024, 16 heads, GELU MLP of 4h, RMSNorm, no biases.
-parallel::ModelSpec toy(std::uint64_t layers = 16) {
-  parallel::ModelSpec m;
-  m.name = "toy";
-  m.layers = layers;
-  m.hidden = 1024;
-  m.heads = m.kv_heads = 16;
-  m.ffn = 4096;
-  m.vocab = 32000;
-  m.max_positions = 2048;
-  m.rmsnorm = true;
-  m.default_seq = 2048;
-  return m;
-}
+parallel::ModelSpec toy(std::uint64_t layers = 16) { return shardsim::parallel::test::toy_decoder(layers, 2048); }
 
 parallel::ModelSpec toy_moe() {
   auto m = toy(8);

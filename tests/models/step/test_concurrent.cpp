@@ -12,6 +12,7 @@
 #include "models/step/executor.hpp"
 #include "models/step/task_graph.hpp"
 #include "models/step/topology_comm.hpp"
+#include "tests/models/step/units_workload.hpp"
 #include "topologies/load.hpp"
 
 using namespace shardsim;
@@ -73,23 +74,14 @@ TEST_CASE("a sharded step at flow fidelity: the two subgroups' collectives share
   // subgroup collective, which may overlap on the shared network). Both subgroups all-gather
   // their first deferred buffer at step start, together: each takes twice its isolated time.
   const auto bus = topo::make_topology("bus:n=8,bw=1GB/s,lat=0s", "t");
-  step::Workload w;
-  w.name = "two-units";
-  w.units = 2;
-  w.ops = {{step::OpPhase::forward, 0, 1e9, 0, 0, {}, {}}, {step::OpPhase::forward, 1, 1e9, 0, 0, {}, {}},
-           {step::OpPhase::backward, 1, 2e9, 0, 0, {}, {}}, {step::OpPhase::backward, 0, 2e9, 0, 0, {}, {}}};
-  w.params = {{"u0.w", 1000000, 0, 0, 0}, {"u1.w", 1000000, 1, 0, 0}};
+  const auto w = test::units_workload("two-units", 1e9, 1000000, {0, 0});
   compute::Device dev;
   dev.name = "toy";
   dev.peak_flops[compute::MathType::bf16] = 1e12;
   dev.hbm_Bps = 1e12;
   dev.hbm_bytes = 1ULL << 40;
-  step::StepConfig c;
-  c.strategy = step::Strategy::sharded;
-  c.optimizer = &opt::find_optimizer("adam", "t");
-  c.dp = 8;
+  auto c = test::step_config(step::Strategy::sharded, 8, 2000000);  // one buffer per unit: 10^6 bf16 weights, 2 MB
   c.shard_group = 4;
-  c.bucket_bytes = 2000000;  // one buffer per unit: 10^6 bf16 weights, 2 MB
   c.record_timeline = true;
   step::TopologyComm comm(bus, step::Fidelity::flow, "ring");
   const auto r = step::simulate_step(w, dev, c, comm);

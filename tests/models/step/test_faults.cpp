@@ -10,6 +10,7 @@
 #include "sim/error.hpp"
 #include "tests/models/step/star8.hpp"
 #include "tests/models/step/toy_device.hpp"
+#include "tests/models/step/units_workload.hpp"
 #include "topologies/faults.hpp"
 #include "topologies/topology.hpp"
 
@@ -75,10 +76,7 @@ TEST_CASE("a link at half rate changes exactly the collectives that cross it") {
 TEST_CASE("a half-rate link in one sharding subgroup slows that subgroup's collectives only, and unfolds the step") {
   const auto t = star8();
   const auto f = topo::apply_faults(t, topo::parse_faults(t, "link:d3-sw:0.5", "--faults"));
-  step::Workload w;
-  w.name = "one-unit";
-  w.ops = {{step::OpPhase::forward, 0, 1e9, 0, 100, {}, {}}, {step::OpPhase::backward, 0, 2e9, 0, 0, {}, {}}};
-  w.params = {{"u0.w", 1 << 20, 0, 0, 0}};
+  const auto w = test::units_workload("one-unit", 1e9, 1 << 20, {100});
   step::StepConfig c;
   c.strategy = step::Strategy::sharded;
   c.optimizer = &opt::find_optimizer("sgd", "t");
@@ -128,10 +126,7 @@ TEST_CASE("routes re-form around a down link over the remaining paths") {
 TEST_CASE("a fault that disconnects a process group is an error naming the link and the group") {
   const auto t = star8();
   const auto f = topo::apply_faults(t, topo::parse_faults(t, "link:d1-sw:0.5;down:d3-sw", "--faults"));
-  step::Workload w;
-  w.name = "one-unit";
-  w.ops = {{step::OpPhase::forward, 0, 1e9, 0, 100, {}, {}}, {step::OpPhase::backward, 0, 2e9, 0, 0, {}, {}}};
-  w.params = {{"u0.w", 1000, 0, 0, 0}};
+  const auto w = test::units_workload("one-unit", 1e9, 1000, {100});
   step::StepConfig c;
   c.optimizer = &opt::find_optimizer("sgd", "t");
   c.dp = 8;

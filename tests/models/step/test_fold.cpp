@@ -5,11 +5,11 @@
 // not folded (the slow subgroup's ranks finish later, and the step waits for them).
 #include <doctest/doctest.h>
 
-#include <fmt/format.h>
-
 #include "models/step/step.hpp"
 #include "models/step/topology_comm.hpp"
+#include "tests/models/step/star8.hpp"
 #include "tests/models/step/toy_device.hpp"
+#include "tests/models/step/units_workload.hpp"
 #include "topologies/topology.hpp"
 
 using namespace shardsim;
@@ -17,28 +17,12 @@ using step::Strategy;
 
 namespace {
 
-// 8 devices on one switch, 1 GB/s and 1 us per link; device `slow` (if any) at half rate both
-// ways.
-topo::Topology star(int slow = -1) {
-  topo::Topology t;
-  for (int i = 0; i < 8; ++i) t.add_device(topo::Node{fmt::format("d{}", i), topo::NodeKind::device, {}, {}, false});
-  const auto sw = t.add_switch(topo::Node{"sw", topo::NodeKind::switch_node, {}, {}, false});
-  for (int i = 0; i < 8; ++i) {
-    t.add_duplex(static_cast<topo::NodeId>(i), sw, i == slow ? 0.5e9 : 1e9, 1e-6, topo::LinkClass::ethernet);
-  }
-  t.name = "star8";
-  return t;
-}
+using test::star8;
 
 // Two units of 10^6 parameters; forward 1 ms per unit, backward 2 ms (toy device: 1 TFLOP/s):
 // a 2 MB gradient bucket takes milliseconds on the star, so communication is partly exposed.
 step::Workload workload() {
-  step::Workload w;
-  w.name = "two-units";
-  w.units = 2;
-  w.ops = {{step::OpPhase::forward, 0, 1e9, 0, 100, {}, {}}, {step::OpPhase::forward, 1, 1e9, 0, 300, {}, {}},
-           {step::OpPhase::backward, 1, 2e9, 0, 0, {}, {}}, {step::OpPhase::backward, 0, 2e9, 0, 0, {}, {}}};
-  w.params = {{"u0.w", 1000000, 0, 0, 0}, {"u1.w", 1000000, 1, 0, 0}};
+  auto w = test::units_workload("two-units", 1e9, 1000000, {100, 300});
   step::RecordedOp fwd, ar, bwd;
   fwd.name = "fwd";
   fwd.flops = 1e9;
@@ -54,14 +38,7 @@ step::Workload workload() {
   return w;
 }
 
-step::StepConfig config(Strategy s) {
-  step::StepConfig c;
-  c.strategy = s;
-  c.optimizer = &opt::find_optimizer("adam", "t");
-  c.dp = 8;
-  c.bucket_bytes = 2000000;  // one bucket per unit
-  return c;
-}
+step::StepConfig config(Strategy s) { return test::step_config(s, 8, 2000000); }  // one bucket per unit
 
 step::StepResult run(const topo::Topology& t, step::StepConfig c, bool fold) {
   c.fold = fold;
@@ -81,7 +58,7 @@ void check_same(const step::RankResult& a, const step::RankResult& b) {
 }  // namespace
 
 TEST_CASE("folded equals unfolded where every rank is provably the same") {
-  const auto t = star();
+  const auto t = star8();
   struct Case {
     const char* name;
     step::StepConfig c;
@@ -120,7 +97,7 @@ TEST_CASE("folded equals unfolded where every rank is provably the same") {
 }
 
 TEST_CASE("one slow link: the subgroups differ, so the step is not folded") {
-  const auto slow = star(6);  // device 6: in subgroup {4-7} and cross group {2, 6}
+  const auto slow = star8(6);  // device 6: in subgroup {4-7} and cross group {2, 6}
   auto c = config(Strategy::sharded);
   c.shard_group = 4;
   const auto r = run(slow, c, true);
@@ -134,11 +111,11 @@ TEST_CASE("one slow link: the subgroups differ, so the step is not folded") {
   CHECK(r.step_time_s == slowest);
   CHECK(r.per_rank[6].step_time_s == slowest);
   CHECK(r.per_rank[0].step_time_s < slowest);
-  CHECK(r.step_time_s > run(star(), c, true).step_time_s);
+  CHECK(r.step_time_s > run(star8(), c, true).step_time_s);
   // One group of all ranks (replicated): every rank waits for the same collectives, so the
   // slow link slows all alike and folding stays exact.
   const auto rep = run(slow, config(Strategy::replicated), true);
   CHECK(rep.ranks_simulated == 1);
   CHECK(rep.step_time_s == run(slow, config(Strategy::replicated), false).step_time_s);
-  CHECK(rep.step_time_s > run(star(), config(Strategy::replicated), true).step_time_s);
+  CHECK(rep.step_time_s > run(star8(), config(Strategy::replicated), true).step_time_s);
 }

@@ -5,6 +5,7 @@
 #include "models/step/step.hpp"
 #include "sim/error.hpp"
 #include "tests/models/step/toy_device.hpp"
+#include "tests/models/step/units_workload.hpp"
 
 using namespace shardsim;
 using shardsim::test::toy_device;
@@ -13,15 +14,7 @@ using step::Strategy;
 namespace {
 
 // Two units, 1,000 parameters each; forward 1 s per unit, backward 2 s per unit.
-step::Workload toy_workload() {
-  step::Workload w;
-  w.name = "toy";
-  w.units = 2;
-  w.ops = {{step::OpPhase::forward, 0, 1e12, 0, 100, {}, {}}, {step::OpPhase::forward, 1, 1e12, 0, 300, {}, {}},
-           {step::OpPhase::backward, 1, 2e12, 0, 0, {}, {}}, {step::OpPhase::backward, 0, 2e12, 0, 0, {}, {}}};
-  w.params = {{"u0.w", 1000, 0, 0, 0}, {"u1.w", 1000, 1, 0, 0}};
-  return w;
-}
+step::Workload toy_workload() { return test::units_workload("toy", 1e12, 1000, {100, 300}); }
 
 // All-reduce 3 s, reduce-scatter and all-gather 1.5 s each, whatever the size.
 step::FunctionComm fixed_comm() {
@@ -31,12 +24,7 @@ step::FunctionComm fixed_comm() {
 }
 
 step::StepConfig config(Strategy s, std::uint64_t dp) {
-  step::StepConfig c;
-  c.strategy = s;
-  c.optimizer = &opt::find_optimizer("adam", "t");
-  c.dp = dp;
-  c.bucket_bytes = 2000;  // 1,000 bf16 gradients: one bucket per unit
-  return c;
+  return test::step_config(s, dp, 2000);  // 1,000 bf16 gradients: one bucket per unit
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "sim/error.hpp"
 #include "tests/models/step/star8.hpp"
 #include "tests/models/step/toy_device.hpp"
+#include "tests/models/step/units_workload.hpp"
 #include "topologies/load.hpp"
 #include "topologies/topology.hpp"
 
@@ -30,24 +31,9 @@ using test::star8;
 // 28 B = 56,000 B = 1 s. The gradient buckets (2 kB) take microseconds: hidden but the last.
 constexpr double kForward_s = 2 * 1e9 / 1e12, kBackward_s = 2 * 2e9 / 1e12, kUpdate_s = 2000.0 * 28 / 56000;
 
-step::Workload workload() {
-  step::Workload w;
-  w.name = "two-units";
-  w.units = 2;
-  w.ops = {{step::OpPhase::forward, 0, 1e9, 0, 100, {}, {}}, {step::OpPhase::forward, 1, 1e9, 0, 300, {}, {}},
-           {step::OpPhase::backward, 1, 2e9, 0, 0, {}, {}}, {step::OpPhase::backward, 0, 2e9, 0, 0, {}, {}}};
-  w.params = {{"u0.w", 1000, 0, 0, 0}, {"u1.w", 1000, 1, 0, 0}};
-  return w;
-}
+step::Workload workload() { return test::units_workload("two-units", 1e9, 1000, {100, 300}); }
 
-step::StepConfig config() {
-  step::StepConfig c;
-  c.strategy = step::Strategy::replicated;
-  c.optimizer = &opt::find_optimizer("adam", "t");
-  c.dp = 8;
-  c.bucket_bytes = 2000;  // one bucket per unit
-  return c;
-}
+step::StepConfig config() { return test::step_config(step::Strategy::replicated, 8, 2000); }  // one bucket per unit
 
 step::StepResult run(const step::StepConfig& c) {
   const auto t = star8();

@@ -23,6 +23,17 @@ TEST_CASE("join, split and trim") {
   CHECK(text::join(text::split("p,q,r", ',')) == "p, q, r");
 }
 
+TEST_CASE("to_double: the whole string as a finite number, or nothing") {
+  CHECK(text::to_double("0.5") == 0.5);
+  CHECK(text::to_double("-2") == -2.0);
+  CHECK(text::to_double("1e-3") == 1e-3);
+  CHECK(text::to_double("1") == 1.0);
+  for (const char* bad : {"", " 1", "1 ", "0.5x", "x", "inf", "nan", "1e999", "--1", "+1"}) {
+    CAPTURE(bad);
+    CHECK(!text::to_double(bad).has_value());
+  }
+}
+
 TEST_CASE("JSON text: depth limit with the offset of the bracket that opens level 513") {
   const std::string deep = std::string(513, '[') + std::string(513, ']');
   CHECK_THROWS_WITH_AS(shardsim::parse_json_text(deep, "x.json", "a topology"),
