@@ -107,20 +107,7 @@ std::string config_text(const plan::Candidate& c) {
 void run_mesh_plan(PlanCliOptions& o) {
   const auto& d = o.req;
   plan::MeshPlanRequest r;
-  r.model = d.model;
-  r.seq = d.seq;
-  r.tokens = d.tokens;
-  r.steps = d.steps;
-  r.global_batch = d.global_batch;
-  r.deadline_s = d.deadline_s;
-  r.budget_usd = d.budget_usd;
-  r.price_per_device_hour = d.price_per_device_hour;
-  r.hardware = d.hardware;
-  r.strategies = d.strategies;
-  r.max_devices = d.max_devices;
-  r.optimizer = d.optimizer;
-  r.precision = d.precision;
-  if (d.fidelity != "analytical") throw ConfigError("--fidelity", d.fidelity + " with --search mesh", "analytical");
+  r.plan = d;
   if (!o.buckets.empty()) throw ConfigError("--buckets", o.buckets + " with --search mesh", "--search dp for bucket sizes");
   if (o.reliability) {
     throw ConfigError("--reliability", "with --search mesh (the default for a transformer)",

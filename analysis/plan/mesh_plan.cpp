@@ -4,7 +4,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <functional>
+#include <map>
+#include <queue>
+#include <tuple>
 
 #include "analysis/plan/plan.hpp"
 #include "models/compute/device.hpp"
@@ -29,8 +34,9 @@ double d(std::uint64_t v) { return static_cast<double>(v); }
 // A candidate that passed the cheap checks, waiting for simulation.
 struct Pending {
   step::ParallelStepConfig cfg;
-  double bound_s = 0;
+  double bound_s = 0;  ///< (1) of the bound; (2) is added when the candidate is reached
   double peak = 0;
+  std::uint64_t m = 1;  ///< micro-batches
 };
 
 class Rejections {
@@ -69,25 +75,101 @@ std::string memory_cause(const std::string& line) {
   return fmt::format("does not fit in HBM (one term alone exceeds it: {})", line.substr(a + 1, b - a - 1));
 }
 
+// The preset's analytical collective times, remembered across candidates: meshes of one
+// preset share most of their (op, size, group) triples and the NCCL model's cost per call
+// grows with the group (its NVLink domains). Exact: a lookup returns what the call returned.
+class CachedComm final : public step::CommModel {
+ public:
+  explicit CachedComm(step::CommModel& inner) : inner_(inner) {}
+  double time_s(coll::OpKind kind, std::uint64_t bytes, const std::vector<int>& group) override {
+    auto key = std::make_tuple(static_cast<int>(kind), bytes, group);
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    const double t = inner_.time_s(kind, bytes, group);
+    memo_.emplace(std::move(key), t);
+    return t;
+  }
+  [[nodiscard]] std::optional<std::size_t> devices() const override { return inner_.devices(); }
+
+ private:
+  step::CommModel& inner_;
+  std::map<std::tuple<int, std::uint64_t, std::vector<int>>, double> memo_;
+};
+
+// A lower bound of the tensor-parallel communication one layer adds to its compute for one
+// micro-batch (the step graph of parallel_graphs.hpp): blocking collectives count whole; an
+// overlapped one only what it can outlast of the GEMM beside it: pipelined into a GEMM G,
+// max(C, (t-1)/t G) + G/t >= G + max(0, C - (t-1)/t G); beside a weight-gradient GEMM W,
+// max(C, W) >= W + max(0, C - W). The recomputed forward (full) counts the forward again.
+double tp_exposed_bound(const parallel::LayerCompute& lc, const step::ParallelStepConfig& c, bool moe_ep, step::CommModel& comm,
+                        std::uint64_t bytes, const std::vector<int>& grp) {
+  const double t = d(c.mesh.tp);
+  const bool sp = c.sequence_parallel;
+  const double ag = sp ? comm.time_s(coll::OpKind::allgather, bytes, grp) : 0.0;
+  const double rs = comm.time_s(sp ? coll::OpKind::reducescatter : coll::OpKind::allreduce, bytes, grp);
+  auto piped = [&](double cm, double gemm) { return std::max(0.0, cm - (t - 1) / t * gemm); };
+  auto beside = [&](double cm, double gemm) { return std::max(0.0, cm - gemm); };
+  double fwd = 0, bwd = 0;
+  if (!c.tp_comm_overlap) {
+    fwd = 2 * (ag + rs);
+    bwd = 2 * (ag + rs);
+  } else {
+    const bool mlp = !moe_ep;
+    fwd = sp ? piped(ag, lc.qkv_fwd_s) + piped(rs, lc.out_fwd_s) : rs;
+    fwd += mlp && sp ? piped(ag, lc.up_fwd_s) + piped(rs, lc.down_fwd_s) : ag + rs;
+    bwd = (sp ? piped(ag, lc.out_dgrad_s) : 0.0) + beside(rs, lc.qkv_wgrad_s);
+    bwd += mlp ? (sp ? piped(ag, lc.down_dgrad_s) : 0.0) + beside(rs, lc.up_wgrad_s) : ag + rs;
+  }
+  return fwd + bwd + (c.recompute == parallel::Recompute::full ? fwd : 0.0);
+}
+
+// (2) of the bound in make_mesh_plan: the zero3 collectives of the busiest stage's dp stream
+// (their group: the stage representative's, as the folded step simulates it).
+double zero3_stream_bound(const parallel::ModelSpec& model, const step::ParallelStepConfig& c, const parallel::Mesh& mesh,
+                          step::CommModel& comm, const std::vector<std::uint64_t>& per_stage, std::uint64_t m) {
+  const auto& z = c.mesh;
+  const auto layer = parallel::layer_shard_elements(model, z.tp, z.ep);
+  const double wb = opt::weight_bytes(c.precision), gb = opt::grad_bytes(c.precision);
+  const double gathers = c.recompute == Recompute::full ? 3.0 : 2.0;
+  double best = 0;
+  for (std::uint64_t j = 0; j < z.pp; ++j) {
+    std::array<std::uint64_t, 5> co{};
+    co[static_cast<std::size_t>(parallel::Axis::pp)] = j;
+    const auto rank = mesh.rank(co);
+    double per_layer = 0;
+    auto add = [&](const std::vector<parallel::Axis>& axes, double elements) {
+      const auto pg = mesh.group_of(axes, rank);
+      if (pg.ranks.size() <= 1 || elements <= 0) return;
+      const std::vector<int> g(pg.ranks.begin(), pg.ranks.end());
+      per_layer += gathers * comm.time_s(coll::OpKind::allgather, static_cast<std::uint64_t>(elements * wb), g) +
+                   comm.time_s(coll::OpKind::reducescatter, static_cast<std::uint64_t>(elements * gb), g);
+    };
+    add({parallel::Axis::cp, parallel::Axis::ep, parallel::Axis::dp}, layer.dense);
+    add({parallel::Axis::cp, parallel::Axis::dp}, layer.expert);
+    best = std::max(best, d(per_stage[j]) * d(m) * per_layer);
+  }
+  return best;
+}
+
 }  // namespace
 
 MeshPlanResult make_mesh_plan(const MeshPlanRequest& r) {
-  const parallel::ModelSpec model = models::resolve_model(r.model, "--model");
-  const opt::Optimizer& optimizer = opt::find_optimizer(r.optimizer, "--optimizer");
-  const opt::Precision precision = opt::precision_from_string(r.precision, "--precision");
-  if (r.global_batch == 0) throw ConfigError("--global-batch", "0", "a positive number of samples per step");
-  if (r.tokens.has_value() == r.steps.has_value()) {
-    throw ConfigError("--tokens/--steps", r.tokens ? "both" : "neither", "exactly one of --tokens and --steps");
+  const parallel::ModelSpec model = models::resolve_model(r.plan.model, "--model");
+  const opt::Optimizer& optimizer = opt::find_optimizer(r.plan.optimizer, "--optimizer");
+  const opt::Precision precision = opt::precision_from_string(r.plan.precision, "--precision");
+  if (r.plan.fidelity != "analytical") throw ConfigError("--fidelity", r.plan.fidelity + " with --search mesh", "analytical");
+  if (r.plan.global_batch == 0) throw ConfigError("--global-batch", "0", "a positive number of samples per step");
+  if (r.plan.tokens.has_value() == r.plan.steps.has_value()) {
+    throw ConfigError("--tokens/--steps", r.plan.tokens ? "both" : "neither", "exactly one of --tokens and --steps");
   }
-  if (r.steps && *r.steps == 0) throw ConfigError("--steps", "0", "a positive number of steps");
-  if (r.budget_usd && !r.price_per_device_hour) {
+  if (r.plan.steps && *r.plan.steps == 0) throw ConfigError("--steps", "0", "a positive number of steps");
+  if (r.plan.budget_usd && !r.plan.price_per_device_hour) {
     throw ConfigError("--budget", "a budget without --price-per-device-hour", "--price-per-device-hour X (USD)");
   }
-  if (r.hardware.empty()) throw ConfigError("--hardware", "no hardware", "one or more presets (tpu-v3, dgx-h100, dgx-h100-64, ...)");
-  const std::uint64_t seq = r.seq ? r.seq : model.default_seq;
+  if (r.plan.hardware.empty()) throw ConfigError("--hardware", "no hardware", "one or more presets (tpu-v3, dgx-h100, dgx-h100-64, ...)");
+  const std::uint64_t seq = r.plan.seq ? r.plan.seq : model.default_seq;
   if (seq == 0) throw ConfigError("--seq", "missing (the model has no default)", "a sequence length");
   std::vector<parallel::DpStrategy> strategies;
-  for (const auto& s : r.strategies.empty() ? std::vector<std::string>{"replicated", "zero1", "zero3"} : r.strategies) {
+  for (const auto& s : r.plan.strategies.empty() ? std::vector<std::string>{"replicated", "zero1", "zero3"} : r.plan.strategies) {
     strategies.push_back(parallel::dp_strategy_from_string(s, 0, "--strategies"));
     if (strategies.back().hsdp || strategies.back().strategy == step::Strategy::trace) {
       throw ConfigError("--strategies", s, "replicated, sharded, zero1, zero2 or zero3 for a mesh search");
@@ -96,19 +178,19 @@ MeshPlanResult make_mesh_plan(const MeshPlanRequest& r) {
   const std::uint64_t max_cp = r.max_cp != 0 ? r.max_cp : (seq >= 8192 ? 8 : 1);
 
   MeshPlanResult out;
-  const double tokens_per_step = d(r.global_batch) * d(seq);
-  out.steps = r.steps ? *r.steps : static_cast<std::uint64_t>(std::ceil(*r.tokens / tokens_per_step));
+  const double tokens_per_step = d(r.plan.global_batch) * d(seq);
+  out.steps = r.plan.steps ? *r.plan.steps : static_cast<std::uint64_t>(std::ceil(*r.plan.tokens / tokens_per_step));
   std::vector<std::string> strategy_names;
   for (const auto& s : strategies) strategy_names.push_back(s.str());
-  out.config = {{"model", model.name}, {"seq", seq}, {"global_batch", r.global_batch}, {"steps", out.steps},
-                {"hardware", r.hardware}, {"strategies", strategy_names}, {"micro_batches", r.micro_batches},
-                {"virtual_stages", r.virtual_stages}, {"max_devices", r.max_devices}, {"max_cp", max_cp}, {"uneven_stages", r.uneven_stages},
+  out.config = {{"model", model.name}, {"seq", seq}, {"global_batch", r.plan.global_batch}, {"steps", out.steps},
+                {"hardware", r.plan.hardware}, {"strategies", strategy_names}, {"micro_batches", r.micro_batches},
+                {"virtual_stages", r.virtual_stages}, {"max_devices", r.plan.max_devices}, {"max_cp", max_cp}, {"uneven_stages", r.uneven_stages},
                 {"optimizer", optimizer.name}, {"precision", opt::to_string(precision)}, {"fidelity", "analytical"},
                 {"search", "mesh"}};
-  if (r.tokens) out.config["tokens"] = *r.tokens;
-  if (r.deadline_s) out.config["deadline_s"] = *r.deadline_s;
-  if (r.budget_usd) out.config["budget_usd"] = *r.budget_usd;
-  if (r.price_per_device_hour) out.config["price_per_device_hour_usd"] = *r.price_per_device_hour;
+  if (r.plan.tokens) out.config["tokens"] = *r.plan.tokens;
+  if (r.plan.deadline_s) out.config["deadline_s"] = *r.plan.deadline_s;
+  if (r.plan.budget_usd) out.config["budget_usd"] = *r.plan.budget_usd;
+  if (r.plan.price_per_device_hour) out.config["price_per_device_hour_usd"] = *r.plan.price_per_device_hour;
 
   Rejections rej;
   parallel::FactorConstraints fc;
@@ -121,17 +203,18 @@ MeshPlanResult make_mesh_plan(const MeshPlanRequest& r) {
   fc.max_cp = max_cp;
   const auto math = precision == opt::Precision::mixed ? compute::MathType::bf16 : compute::MathType::fp32;
 
-  for (const auto& hw : r.hardware) {
-    for (const auto& name : expand_hardware(hw, r.max_devices)) {
+  for (const auto& hw : r.plan.hardware) {
+    for (const auto& name : expand_hardware(hw, r.plan.max_devices)) {
       auto t = topo::make_preset(name);
       if (!t) throw ConfigError("--hardware", fmt::format("unknown preset '{}'", name), "a preset family or a sized preset");
       const std::uint64_t n = t->num_devices();
-      if (r.max_devices && n > r.max_devices) continue;
+      if (r.plan.max_devices && n > r.plan.max_devices) continue;
       if (t->device_model.empty()) throw ConfigError("--hardware", fmt::format("preset '{}' names no device", name), "a preset with a device model");
       const compute::Device& dev = compute::device_for_model(t->device_model, "--hardware");
       const auto shape = parallel::shape_of(*t);
       const double hbm = static_cast<double>(dev.hbm_bytes);
-      step::TopologyComm comm(*t, step::Fidelity::analytical, "auto");
+      step::TopologyComm topo_comm(*t, step::Fidelity::analytical, "auto");
+      CachedComm comm(topo_comm);
       std::vector<Pending> pending;
       for (const auto& z : parallel::enumerate_factorizations(n, fc)) {
         ++out.considered;
@@ -141,13 +224,19 @@ MeshPlanResult make_mesh_plan(const MeshPlanRequest& r) {
           rej.add(issues.front(), fmt::format("{} on {}", z.str(), name));
           continue;
         }
-        const std::uint64_t replicas = z.dp * z.ep;
-        if (r.global_batch % replicas != 0) {
-          rej.add("global batch not divisible by dp x ep",
-                  fmt::format("{} on {}: {} over {} replicas", z.str(), name, r.global_batch, replicas));
+        const std::uint64_t width = model.moe() ? model.expert_width() : model.ffn;
+        if (model.hidden % z.tp != 0 || width % z.tp != 0 || (model.shared_expert_ffn % z.tp) != 0) {
+          rej.add(fmt::format("tp does not divide the hidden size {} or the FFN width {}", model.hidden, width),
+                  fmt::format("{} on {}", z.str(), name));
           continue;
         }
-        const std::uint64_t per = r.global_batch / replicas;
+        const std::uint64_t replicas = z.dp * z.ep;
+        if (r.plan.global_batch % replicas != 0) {
+          rej.add("global batch not divisible by dp x ep",
+                  fmt::format("{} on {}: {} over {} replicas", z.str(), name, r.plan.global_batch, replicas));
+          continue;
+        }
+        const std::uint64_t per = r.plan.global_batch / replicas;
         for (const std::uint64_t micro : r.micro_batches) {
           if (micro == 0 || per % micro != 0) continue;
           const std::uint64_t m = per / micro;
@@ -164,10 +253,11 @@ MeshPlanResult make_mesh_plan(const MeshPlanRequest& r) {
               c.model = &model;
               c.mesh = z;
               c.micro_batch = micro;
-              c.global_batch = r.global_batch;
+              c.global_batch = r.plan.global_batch;
               c.seq = seq;
               c.schedule = sched;
               c.sequence_parallel = z.tp > 1 && (seq / z.cp) % z.tp == 0;
+              c.tp_comm_overlap = true;  // header: NeMo's recipes, Megatron's asynchronous all-reduce
               c.strategy = strat;
               c.optimizer = &optimizer;
               c.precision = precision;
@@ -190,11 +280,16 @@ MeshPlanResult make_mesh_plan(const MeshPlanRequest& r) {
                 rej.add(memory_cause(line), fmt::format("{} on {} (full recompute): {}", describe(z, micro, sched, strat.str().c_str()), name, line));
                 continue;
               }
-              // Lower bound (exact pruning, see header): per micro-batch, stage i takes at least
-              // T_i = its compute plus its blocking tp / ep collectives (each alone on the network);
-              // a pipeline of stages no slower than min T takes (m + (p - 1)/v) min T (the zero-
-              // communication schedule, Narayanan et al. 2021 sec. 2.2), and every stage takes at
-              // least m T_i; longer durations never make this fixed-order schedule shorter.
+              // Lower bound (exact pruning, see header). Per micro-batch stage i takes at least
+              // T_i = its compute plus its tp / ep collectives' least exposure (tp_exposed_bound).
+              // (1) Pipeline: the first op of stage j needs micro-batch 0's first chunk forward on
+              // every stage before it, its last op is followed by that chunk's backward on them,
+              // and it runs m T_i of work in between on one stream: step >= m T_j + sum_{i<j} T_i / v
+              // (v chunks; uniform stages give (m + (p - 1)/v) T, Narayanan et al. 2021 sec. 2.2).
+              // (2) zero3: the dp stream of stage j runs one after another, per layer and
+              // micro-batch, the weight all-gathers (forward, backward, and the recomputed forward
+              // with full recomputation) and the gradient reduce-scatter (parallel_graphs.hpp):
+              // step >= their sum. Longer durations never shorten the fixed-order schedule.
               parallel::LayerShape ls;
               ls.micro_batch = micro;
               ls.seq = seq;
@@ -208,17 +303,15 @@ MeshPlanResult make_mesh_plan(const MeshPlanRequest& r) {
               const auto head = parallel::head_compute(model, dev, ls);
               const double act = precision == opt::Precision::mixed ? 2.0 : 4.0;
               const double tokens = d(seq / z.cp) * d(micro);
+              const bool moe_ep = model.moe() && z.ep > 1;
               double layer_comm = 0;
               if (z.tp > 1) {
                 const auto g = mesh.group(parallel::Axis::tp, 0).ranks;
                 const std::vector<int> grp(g.begin(), g.end());
                 const auto bytes = static_cast<std::uint64_t>(tokens * d(model.hidden) * act);
-                const double pair = c.sequence_parallel ? comm.time_s(coll::OpKind::allgather, bytes, grp) +
-                                                              comm.time_s(coll::OpKind::reducescatter, bytes, grp)
-                                                        : comm.time_s(coll::OpKind::allreduce, bytes, grp);
-                layer_comm += (c.recompute == Recompute::full ? 3 : 2) * pair;
+                layer_comm += tp_exposed_bound(lc, c, moe_ep, comm, bytes, grp);
               }
-              if (model.moe() && z.ep > 1) {
+              if (moe_ep) {
                 const auto g = mesh.group(parallel::Axis::ep, 0).ranks;
                 const double routed = c.sequence_parallel ? tokens / d(z.tp) : tokens;
                 layer_comm += 4 * comm.time_s(coll::OpKind::alltoall,
@@ -227,26 +320,46 @@ MeshPlanResult make_mesh_plan(const MeshPlanRequest& r) {
               }
               const auto per_stage = parallel::stage_layers(model.layers, z.pp);
               const double per_layer = lc.fwd_s() + lc.bwd_s() + lc.recompute_s + layer_comm;
-              double t_min = 0, t_max = 0;
+              const double v = d(sched.kind == ScheduleKind::interleaved ? sched.virtual_stages : 1);
+              double bound = 0, before = 0;
               for (std::uint64_t i = 0; i < z.pp; ++i) {
                 const double ti = d(per_stage[i]) * per_layer + (i + 1 == z.pp ? head.fwd_s + head.bwd_s : 0.0);
-                t_min = i == 0 ? ti : std::min(t_min, ti);
-                t_max = std::max(t_max, ti);
+                bound = std::max(bound, d(m) * ti + before / v);
+                before += ti;
               }
-              const double v = d(sched.kind == ScheduleKind::interleaved ? sched.virtual_stages : 1);
               Pending pd;
               pd.cfg = c;
-              pd.bound_s = std::max(d(m) * t_max, (d(m) + d(z.pp - 1) / v) * t_min);
+              pd.bound_s = bound;
+              pd.m = m;
               pd.peak = fit->worst().peak;
               pending.push_back(std::move(pd));
             }
           }
         }
       }
-      std::stable_sort(pending.begin(), pending.end(), [](const Pending& a, const Pending& b) { return a.bound_s < b.bound_s; });
+      // Best first: the candidate of least bound next (ties: enumeration order). Part (2) of
+      // the bound is added when a zero3 candidate first comes up, and it goes back in line:
+      // pruning stays exact with any valid lower bound (it only skips what is slower than a
+      // simulated step), and (2) asks the collective model for every stage's dp group.
+      using Key = std::pair<double, std::size_t>;
+      std::priority_queue<Key, std::vector<Key>, std::greater<>> queue;
+      std::vector<char> refined(pending.size(), 0);
+      for (std::size_t i = 0; i < pending.size(); ++i) queue.emplace(pending[i].bound_s, i);
       std::optional<double> best;
-      for (const auto& pd : pending) {
+      while (!queue.empty()) {
+        const std::size_t idx = queue.top().second;
+        queue.pop();
+        auto& pd = pending[idx];
         const auto& c = pd.cfg;
+        if (c.strategy.strategy == step::Strategy::zero3 && !refined[idx]) {
+          refined[idx] = 1;
+          pd.bound_s = std::max(pd.bound_s, zero3_stream_bound(*c.model, c, parallel::Mesh(c.mesh), comm,
+                                                               parallel::stage_layers(c.model->layers, c.mesh.pp), pd.m));
+          if (!r.prune_by_bound || !best || pd.bound_s <= *best) {
+            queue.emplace(pd.bound_s, idx);
+            continue;
+          }
+        }
         const std::string what = describe(c.mesh, c.micro_batch, c.schedule, c.strategy.str().c_str());
         if (r.prune_by_bound && best && pd.bound_s > *best) {
           rej.add("slower than the fastest found (compute lower bound above its step time)",
@@ -281,14 +394,14 @@ MeshPlanResult make_mesh_plan(const MeshPlanRequest& r) {
         mc.memory_peak_bytes = pd.peak;
         mc.hbm_bytes = hbm;
         mc.time_to_train_s = mc.step_time_s * d(out.steps);
-        if (r.price_per_device_hour) mc.cost_usd = d(n) * mc.time_to_train_s / 3600.0 * *r.price_per_device_hour;
-        if (r.deadline_s && mc.time_to_train_s > *r.deadline_s) {
+        if (r.plan.price_per_device_hour) mc.cost_usd = d(n) * mc.time_to_train_s / 3600.0 * *r.plan.price_per_device_hour;
+        if (r.plan.deadline_s && mc.time_to_train_s > *r.plan.deadline_s) {
           rej.add("over the deadline", fmt::format("{} on {}: {} > {}", what, name, format_duration(mc.time_to_train_s),
-                                                   format_duration(*r.deadline_s)));
+                                                   format_duration(*r.plan.deadline_s)));
           continue;
         }
-        if (r.budget_usd && mc.cost_usd && *mc.cost_usd > *r.budget_usd) {
-          rej.add("over budget", fmt::format("{} on {}: ${:.0f} > ${:.0f}", what, name, *mc.cost_usd, *r.budget_usd));
+        if (r.plan.budget_usd && mc.cost_usd && *mc.cost_usd > *r.plan.budget_usd) {
+          rej.add("over budget", fmt::format("{} on {}: ${:.0f} > ${:.0f}", what, name, *mc.cost_usd, *r.plan.budget_usd));
           continue;
         }
         if (!best || mc.step_time_s < *best) best = mc.step_time_s;

@@ -15,19 +15,28 @@
 //              virtual_stages with pp v dividing the layers and m a multiple of pp
 //   strategy   each of strategies (default replicated, zero1, zero3)
 //   sequence parallelism on exactly when tp > 1 (Korthikanti et al. 2022: same bytes, less
-//              activation memory)
+//              activation memory); tensor-parallel communication overlap with the GEMMs on
+//              (step::ParallelStepConfig::tp_comm_overlap: NeMo's performance recipes for
+//              GPT-3 175B and Llama 3.1 405B turn on TransformerEngine userbuffers; without
+//              sequence parallelism only Megatron-LM's default asynchronous all-reduce of the
+//              input gradient in backward)
 //   recompute  the least of none, selective, full with which the worst stage fits (more
 //              recomputation only adds compute; memory is reported, not an objective)
 // Pruning before any simulation, each a rejection with its cause:
 //   placement  parallel::placement_issues ("tp=16 leaves the NVLink domain of 8");
+//   shape      tp not dividing the hidden size or the FFN width (parallel::layer_compute);
 //   batch      G not a multiple of dp ep, no listed micro-batch dividing G / (dp ep);
 //   memory     parallel::parallel_memory's line for the last recompute mode tried ("stage 0
 //              activations 93.1 GiB > HBM 32.0 GiB");
-//   bound      a lower bound of the step (the busiest stage's compute) above the fastest step
-//              already simulated on the same preset: it cannot be on the Pareto set (same
-//              devices, cost proportional to time). Candidates are simulated in ascending
-//              lower bound, so this is exact.
-// Simulation: analytical collectives on the preset's topology, folded to one rank per stage
+//   bound      a lower bound of the step above the fastest step already simulated on the same
+//              preset: it cannot be on the Pareto set (same devices, cost proportional to
+//              time), so this is exact. The bound (mesh_plan.cpp): max over stages j of
+//              m T_j + sum_{i<j} T_i / v (T_i: stage i's compute and the least exposure of its
+//              tp / ep collectives per micro-batch, v chunks), and for zero3 the sum of the
+//              busiest stage's data-parallel stream. Candidates are simulated best first
+//              (least bound; the zero3 part is added when one first comes up).
+// Simulation: analytical collectives on the preset's topology (their times remembered across
+// the candidates of a preset: the same (op, size, group) returns what it returned), folded to one rank per stage
 // assuming every group instance times alike (step::Fold::assume_symmetric; presets are
 // symmetric). Pareto set over (time to train, devices, cost) as plan.hpp.
 // Rejections are grouped by cause: placement issue text; "does not fit: <term>" (the largest
@@ -41,25 +50,22 @@
 #include <string>
 #include <vector>
 
+#include "analysis/plan/plan.hpp"
+
 namespace shardsim::plan {
 
 struct MeshPlanRequest {
-  std::string model;                     ///< zoo name or config.json
-  std::uint64_t seq = 0;                 ///< 0 = the model's default
-  std::optional<double> tokens;
-  std::optional<std::uint64_t> steps;
-  std::uint64_t global_batch = 0;
-  std::optional<double> deadline_s, budget_usd, price_per_device_hour;
-  std::vector<std::string> hardware;
-  std::vector<std::string> strategies;   ///< empty = replicated, zero1, zero3
+  /// Model (zoo name or config.json), seq, tokens or steps, global batch, deadline, budget,
+  /// price, hardware, strategies (empty = replicated, zero1, zero3), max devices, optimizer,
+  /// precision as the data-parallel search; fidelity must be analytical; bucket_bytes is not
+  /// read (Megatron's bucket rule, parallel_graphs.hpp).
+  PlanRequest plan;
   std::vector<std::uint64_t> micro_batches = {1, 2, 4, 8};
   std::vector<std::uint64_t> virtual_stages = {2, 4};
   std::uint64_t max_devices = 0;
   std::uint64_t max_cp = 0;              ///< 0: 8 for sequences of 8192 and more, else 1
   bool uneven_stages = true;             ///< pp need not divide the layers (parallel::stage_layers)
   bool prune_by_bound = true;            ///< false: simulate every candidate that fits (tests)
-  std::string optimizer = "adamw";
-  std::string precision = "mixed";
 };
 
 struct MeshCandidate {

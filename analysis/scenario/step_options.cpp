@@ -99,6 +99,8 @@ const std::vector<StepOptionSpec>& step_option_table() {
       {"schedule", "", &S::schedule, "--mesh: pipeline schedule gpipe | 1f1b | interleaved:V", ""},
       {"recompute", "", &S::recompute, "--mesh: activation recomputation none | selective | full", ""},
       {"sequence-parallel", "", &S::sequence_parallel, "--mesh: Megatron sequence parallelism", ""},
+      {"tp-comm-overlap", "", &S::tp_comm_overlap,
+       "--mesh: overlap tensor-parallel communication with the GEMMs (Megatron-LM --tp-comm-overlap, TransformerEngine userbuffers)", ""},
       {"uneven-stages", "", &S::uneven_stages, "--mesh: allow a pp that does not divide the layers (Llama 3 rule)", ""},
       {"no-flash-attention", "", &S::no_flash_attention, "Unfused attention: the s^2 scores stored and timed (default: flash for decoder models)",
        ""},

@@ -66,6 +66,7 @@ struct StepOptions {
   std::optional<std::string> schedule;      ///< gpipe | 1f1b | interleaved:V; default 1f1b
   std::optional<std::string> recompute;     ///< none | selective | full; default none
   std::optional<bool> sequence_parallel;    ///< flags of a mesh step: unset = off (not echoed)
+  std::optional<bool> tp_comm_overlap;
   std::optional<bool> uneven_stages;
   std::optional<bool> no_flash_attention;
 };

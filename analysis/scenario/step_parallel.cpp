@@ -20,6 +20,7 @@ void reject_mesh_only(const StepOptions& o) {
   if (o.recompute) no("--recompute");
   if (o.sequence_parallel) no("--sequence-parallel");
   if (o.uneven_stages) no("--uneven-stages");
+  if (o.tp_comm_overlap) no("--tp-comm-overlap");
 }
 
 StepReport run_parallel_step(const StepOptions& o, const topo::Topology& topo, const compute::Device& dev,
@@ -52,6 +53,7 @@ StepReport run_parallel_step(const StepOptions& o, const topo::Topology& topo, c
   c.recompute = parallel::recompute_from_string(o.recompute.value_or("none"), "--recompute");
   c.sequence_parallel = o.sequence_parallel.value_or(false);
   c.uneven_stages = o.uneven_stages.value_or(false);
+  c.tp_comm_overlap = o.tp_comm_overlap.value_or(false);
   if (o.no_flash_attention.value_or(false)) c.flash_attention = false;
   c.strategy = parallel::dp_strategy_from_string(o.strategy.value_or("replicated"), o.shard_group.value_or(0), "--strategy");
   c.optimizer = &opt::find_optimizer(o.optimizer, "--optimizer");
@@ -84,6 +86,7 @@ StepReport run_parallel_step(const StepOptions& o, const topo::Topology& topo, c
   p.global_batch = c.global_batch;
   p.sequence_parallel = c.sequence_parallel;
   p.uneven_stages = c.uneven_stages;
+  p.tp_comm_overlap = c.tp_comm_overlap;
   p.slowest = res.slowest;
   p.per_rank = res.per_rank;
   p.memory = res.memory;
@@ -132,6 +135,7 @@ json parallel_json(const ParallelReport& p) {
               {"recompute", p.recompute},
               {"sequence_parallel", p.sequence_parallel},
               {"uneven_stages", p.uneven_stages},
+              {"tp_comm_overlap", p.tp_comm_overlap},
               {"flash_attention", p.memory.flash_attention},
               {"micro_batch", p.micro_batch},
               {"micro_batches", p.micro_batches},

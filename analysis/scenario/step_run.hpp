@@ -27,7 +27,7 @@ struct ParallelReport {
   parallel::MeshSizes mesh;
   std::string order, schedule, recompute, fold;
   std::uint64_t micro_batch = 1, micro_batches = 1, global_batch = 0;
-  bool sequence_parallel = false, uneven_stages = false;
+  bool sequence_parallel = false, uneven_stages = false, tp_comm_overlap = false;
   step::ParallelRankTimes slowest;
   std::vector<step::ParallelRankTimes> per_rank;
   parallel::ParallelMemoryReport memory;

@@ -309,6 +309,8 @@ const std::vector<std::unique_ptr<Algorithm>>& algorithms() {
     v.push_back(detail::make_torus());
     v.push_back(detail::make_hierarchical());
     v.push_back(detail::make_double_binary_tree());
+    v.push_back(detail::make_tree_channels());
+    v.push_back(detail::make_nvls_tree());
     v.push_back(detail::make_rabenseifner());
     v.push_back(detail::make_direct());
     v.push_back(detail::make_in_network());

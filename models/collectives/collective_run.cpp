@@ -1,5 +1,7 @@
 #include "models/collectives/collective_run.hpp"
 
+#include "models/collectives/nccl_model.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -77,8 +79,8 @@ struct InFlight {
 
 }  // namespace
 
-void add_topology_links(sim::FlowNetwork& net, const topo::Topology& t) {
-  for (const auto& l : t.links()) net.add_link(l.bandwidth_Bps);
+void add_topology_links(sim::FlowNetwork& net, const topo::Topology& t, bool link_efficiency) {
+  for (const auto& l : t.links()) net.add_link(l.bandwidth_Bps * (link_efficiency ? coll::link_efficiency(t, l) : 1.0));
 }
 
 class CollectiveRun::Impl {

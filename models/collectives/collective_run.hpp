@@ -38,8 +38,10 @@
 
 namespace shardsim::coll {
 
-/// Adds one link per topology link, in t.links() order, with its bandwidth as capacity.
-void add_topology_links(sim::FlowNetwork& net, const topo::Topology& t);
+/// Adds one link per topology link, in t.links() order, with its bandwidth as capacity, or,
+/// with `link_efficiency`, its bandwidth x coll::link_efficiency (nccl_model.hpp: what NCCL
+/// reaches of NVLink on an NVIDIA GPU topology, the wire efficiency of IB / Ethernet links).
+void add_topology_links(sim::FlowNetwork& net, const topo::Topology& t, bool link_efficiency = false);
 
 class CollectiveRun {
  public:

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +23,46 @@ std::vector<std::uint32_t> ring_of(const topo::Topology& t, const CollectiveOp& 
 /// The NVLink domain of every topology node: connected components over `nvlink` links
 /// (devices and NVSwitches); a node without NVLink is a domain of its own. O(V + E).
 std::vector<std::size_t> nvlink_domains(const topo::Topology& t);
+/// The group's ranks by node (NVLink domain, nvlink_domains), nodes in order of first
+/// appearance in ring_of, each node's ranks in ring_of order; why_not when the group lies in
+/// one node or its nodes hold different numbers of its ranks.
+struct NodeLayout {
+  std::vector<std::vector<std::uint32_t>> nodes;
+  std::optional<std::string> why_not;
+};
+NodeLayout node_layout(const topo::Topology& t, const CollectiveOp& op);
+
+/// Sanders, Speck and Traeff's double binary tree over n positions: by position, the parent
+/// (-1 for the root) and depth in tree A (in-order balanced, root = middle position) and in
+/// tree B (A mirrored, position p plays n-1-p); levels = the largest depth.
+struct BinaryTrees {
+  std::vector<int> parent[2];
+  std::vector<int> depth[2];
+  int levels = 0;
+};
+BinaryTrees make_double_trees(std::size_t n);
+
+/// A step with the data-plan units of each of its transfers (same order).
+struct Stage {
+  Step step;
+  std::vector<std::vector<std::uint32_t>> units;
+};
+/// The inter-node levels of NCCL's per-channel trees (tree-channels, nvls-tree): channel c's
+/// head on node k is nodes[k][c]; trees A and B (make_double_trees over the nodes) carry
+/// `per_tree` bytes each, units 2c and 2c+1. up: reduce levels, deepest first (reduce_bytes =
+/// the most one rank receives); else broadcast levels, root first. Appended to `out`.
+/// Closed form of a pipeline whose stages all run at once in steady state (tree-channels,
+/// nvls-tree): (stages + C - 1) alpha + max over links (bytes the link carries over all stages
+/// / its bandwidth) + (stages - 1) x the slowest stage's piece (its largest transfer / C over
+/// its smallest route bottleneck) + the reductions; alpha = largest route latency + step
+/// overhead. Exact when one link is the bottleneck of the whole run and pieces flow freely.
+AnalyticalCost pipelined_link_bound(const topo::Topology& t, const CollectiveOp& op, const CostParams& p,
+                                    const std::vector<Stage>& stages, std::uint32_t chunks);
+/// Both directions of a link join a and b.
+bool linked_both(const topo::Topology& t, topo::NodeId a, topo::NodeId b);
+void append_channel_trees(std::vector<Stage>& out, const std::vector<std::vector<std::uint32_t>>& nodes,
+                          double per_tree, std::size_t ranks, bool up);
+
 /// ring_of over the whole group.
 std::vector<std::uint32_t> ring_of(const topo::Topology& t, const CollectiveOp& op);
 
@@ -97,6 +138,8 @@ std::unique_ptr<Algorithm> make_ring_bidir();
 std::unique_ptr<Algorithm> make_torus();
 std::unique_ptr<Algorithm> make_hierarchical();
 std::unique_ptr<Algorithm> make_double_binary_tree();
+std::unique_ptr<Algorithm> make_tree_channels();
+std::unique_ptr<Algorithm> make_nvls_tree();
 std::unique_ptr<Algorithm> make_rabenseifner();
 std::unique_ptr<Algorithm> make_direct();
 std::unique_ptr<Algorithm> make_in_network();

@@ -15,7 +15,7 @@ namespace shardsim::coll {
 FlowResult evaluate_flow(const topo::Topology& t, const CollectiveOp& op, const Schedule& s, const FlowOptions& opts) {
   sim::Simulator sim;
   sim::FlowNetwork net(sim);
-  add_topology_links(net, t);
+  add_topology_links(net, t, opts.link_efficiency);
   CollectiveRun run(sim, net, t, op, s, opts);
   sim.enable_fingerprint();
   run.start(Time::zero(), nullptr);

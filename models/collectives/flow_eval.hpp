@@ -47,6 +47,9 @@ struct FlowOptions {
   CostParams cost;
   /// Called for every completed transfer, in completion order (may be empty).
   std::function<void(const TransferRecord&)> on_transfer;
+  /// Links at bandwidth x coll::link_efficiency (add_topology_links): the rates NCCL's model
+  /// assumes, so that NCCL's schedules at flow fidelity meet its analytical times. Off: line rate.
+  bool link_efficiency = false;
 };
 
 /// Runs the schedule to completion. `op.group` maps schedule ranks to topology devices.

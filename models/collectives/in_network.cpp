@@ -16,16 +16,21 @@
 #include "models/collectives/detail.hpp"
 
 namespace shardsim::coll::detail {
+
 namespace {
-
-using U = std::uint32_t;
-
 bool linked(const topo::Topology& t, topo::NodeId a, topo::NodeId b) {
   for (topo::LinkId l : t.out_links(a)) {
     if (t.link(l).dst == b) return true;
   }
   return false;
 }
+}  // namespace
+
+bool linked_both(const topo::Topology& t, topo::NodeId a, topo::NodeId b) { return linked(t, a, b) && linked(t, b, a); }
+
+namespace {
+
+using U = std::uint32_t;
 
 class InNetwork final : public Algorithm {
  public:
@@ -92,7 +97,7 @@ class InNetwork final : public Algorithm {
   static bool reaches_all(const topo::Topology& t, const CollectiveOp& op, topo::NodeId sw) {
     for (int r : op.group) {
       const topo::NodeId d = t.device(static_cast<std::size_t>(r));
-      if (!linked(t, d, sw) || !linked(t, sw, d)) return false;
+      if (!linked_both(t, d, sw)) return false;
     }
     return true;
   }

@@ -49,6 +49,7 @@ bool is_nic(topo::LinkClass c) { return c == topo::LinkClass::ib || c == topo::L
 struct RankView {
   double nvlink_Bps = 0;   // line rate, sum of nvlink out-links
   double nic_eff_Bps = 0;  // sum of NIC out-links x wire efficiency
+  double nic_max_Bps = 0;  // its fastest NIC x wire efficiency
   int nics = 0;
   bool nvls = false;       // its NVLink switch reduces
   bool collnet = false;    // a NIC's switch reduces
@@ -83,6 +84,7 @@ View view_of(const topo::Topology& t, const CollectiveOp& op) {
         if (peer.kind == topo::NodeKind::switch_node && peer.in_network_reduction) rv.nvls = true;
       } else if (is_nic(L.cls)) {
         rv.nic_eff_Bps += L.bandwidth_Bps * nic_efficiency(L.cls);
+        rv.nic_max_Bps = std::max(rv.nic_max_Bps, L.bandwidth_Bps * nic_efficiency(L.cls));
         ++rv.nics;
         const auto& peer = t.node(L.dst);
         if (peer.kind == topo::NodeKind::switch_node && peer.in_network_reduction) rv.collnet = true;
@@ -98,11 +100,11 @@ const char* schedule_for(nccl::Algo a, OpKind op) {
   switch (a) {
     case nccl::Algo::ring:  // one ring per channel over every NIC ("ring" where the group is one node)
       return op == OpKind::broadcast ? "ring" : "ring-channels";
-    case nccl::Algo::tree: return "double-binary-tree";
+    case nccl::Algo::tree: return "tree-channels";  // per channel over every NIC (one node: double-binary-tree)
     case nccl::Algo::nvls:
     case nccl::Algo::collnet_direct:
     case nccl::Algo::collnet_chain: return "in-network";
-    case nccl::Algo::nvls_tree: return "hierarchical";
+    case nccl::Algo::nvls_tree: return "nvls-tree";
     case nccl::Algo::pat: return "rabenseifner";
   }
   return "ring";
@@ -116,6 +118,20 @@ double nic_efficiency(topo::LinkClass c) {
     case topo::LinkClass::ethernet: return 4096.0 / (4096.0 + 82.0);
     default: return 1.0;
   }
+}
+
+double link_efficiency(const topo::Topology& t, const topo::Link& l) {
+  if (l.cls == topo::LinkClass::nvlink) {
+    const auto a = arch_of(t.device_model);
+    return a ? nvlink_efficiency(*a) : 1.0;
+  }
+  return nic_efficiency(l.cls);
+}
+
+double nvls_arch_factor(nccl::Arch a) {
+  // nvlsEfficiency[Hopper] = 0.85, [Blackwell] = 0.74 (NVIDIA/nccl 2.32.3 src/tuning/nvls.cc);
+  // 2.23's NVLS bandwidth has no architecture term and was set on Hopper (see the header).
+  return a == nccl::Arch::blackwell ? 0.74 / 0.85 : 1.0;
 }
 
 double nvlink_efficiency(nccl::Arch a) {
@@ -187,10 +203,14 @@ nccl::System nccl_system(const topo::Topology& t, const CollectiveOp& op, const 
   std::map<std::size_t, int> local;
   std::map<std::size_t, double> nic_sum;
   std::map<std::size_t, int> nics;
+  std::map<std::size_t, int> local_with_nic;
   double nvl = std::numeric_limits<double>::infinity();
+  double one_nic = std::numeric_limits<double>::infinity();
   bool nvls = true, collnet = true;
   for (const auto& r : v.ranks) {
+    if (r.nics > 0) one_nic = std::min(one_nic, r.nic_max_Bps / 1e9);
     ++local[r.domain];
+    if (r.nics > 0) ++local_with_nic[r.domain];
     nic_sum[r.domain] += r.nic_eff_Bps;
     nics[r.domain] += r.nics;
     nvls = nvls && r.nvls;
@@ -200,11 +220,12 @@ nccl::System nccl_system(const topo::Topology& t, const CollectiveOp& op, const 
     if (local[r.domain] > 1) nvl = std::min(nvl, r.nvlink_Bps * nvlink_efficiency(v.arch) / 1e9);
   }
   s.nodes = static_cast<int>(local.size());
-  int max_local = 0, min_local = s.ranks, nics_per_node = 0;
+  int max_local = 0, min_local = s.ranks, nics_per_node = 0, min_local_with_nic = s.ranks;
   double net = std::numeric_limits<double>::infinity();
   for (const auto& [d, k] : local) {
     max_local = std::max(max_local, k);
     min_local = std::min(min_local, k);
+    min_local_with_nic = std::min(min_local_with_nic, local_with_nic[d]);
     net = std::min(net, nic_sum[d] / 1e9);
     nics_per_node = std::max(nics_per_node, nics[d]);
   }
@@ -218,8 +239,13 @@ nccl::System nccl_system(const topo::Topology& t, const CollectiveOp& op, const 
   s.nvls = nvls && v.arch >= nccl::Arch::hopper && min_local > 2;
   s.nvls_channels = 16;
   if (s.nvls) {
-    s.nvls_intra_GBps = nvl / nvlinks_per_gpu(v.arch);
-    s.nvls_inter_GBps = s.nodes == 1 ? s.nvls_intra_GBps : net / s.nvls_channels;
+    // Heads: GPUs of a node with a NIC, at most the NVLS channels (NCCL_NVLS_NCHANNELS CTAs
+    // serve the heads' channels, ctasPerChannel = nvlsChannels / heads, src/tuning/pipeline_model).
+    if (s.nodes > 1) s.nvls_heads = std::min(min_local_with_nic, s.nvls_channels);
+    s.nvls_intra_GBps = nvl / nvlinks_per_gpu(v.arch) * nvls_arch_factor(v.arch);
+    // A channel's tree leaves the node through its head GPU's one NIC (NCCL's NVLS graph has
+    // one network device per head, src/graph/search.cc): at most one NIC's rate per channel.
+    s.nvls_inter_GBps = s.nodes == 1 ? s.nvls_intra_GBps : std::min(net / s.nvls_channels, one_nic);
   }
   s.collnet = collnet && s.nodes > 1;
   if (s.collnet) {
@@ -296,7 +322,11 @@ std::optional<NcclAuto> nccl_auto(const topo::Topology& t, const CollectiveOp& o
   a.pred = nccl_predict(t, op, o);
   a.schedule = &find_algorithm(a.pred.schedule, op.kind, "--algorithm auto");
   if (a.schedule->unsupported(t, op)) {
-    a.schedule = &find_algorithm(op.kind == OpKind::alltoall ? "direct" : "ring", op.kind, "--algorithm auto");
+    const char* fallback = op.kind == OpKind::alltoall              ? "direct"
+                           : a.pred.schedule == "tree-channels" ? "double-binary-tree"
+                           : a.pred.schedule == "nvls-tree"     ? "hierarchical"
+                                                                : "ring";
+    a.schedule = &find_algorithm(fallback, op.kind, "--algorithm auto");
   }
   a.cost.time_s = a.pred.time_s;
   a.cost.latency_s = a.pred.latency_s;

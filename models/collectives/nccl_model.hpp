@@ -21,7 +21,8 @@
 //   search finds, ncclTopoPostset; MAXCHANNELS = 32): only caps and the ring plateau use it;
 // - NVLS: an NVSwitch with in_network_reduction, more than 2 local ranks, Hopper or later;
 //   16 channels (NCCL_NVLS_NCHANNELS default, src/transport/nvls.cc), each at one NVLink's
-//   NCCL bandwidth inside the node and the node's NIC sum / 16 across nodes;
+//   NCCL bandwidth inside the node (x nvls_arch_factor) and the node's NIC sum / 16 across
+//   nodes, at most one NIC's rate (a channel's tree crosses on its head GPU's NIC);
 // - CollNet (IB SHARP): the NIC's switch has in_network_reduction; one channel per NIC.
 //
 // All-to-all has no NCCL tuning (grouped send/recv): time = baseLat[Ring][Simple] + hwLat of
@@ -46,6 +47,18 @@ namespace shardsim::coll {
 double nic_efficiency(topo::LinkClass c);
 /// NCCL's NVLink bandwidth / line rate for an architecture (see the header comment).
 double nvlink_efficiency(nccl::Arch a);
+/// The fraction of a link's line rate NCCL's model counts on: NVLink x nvlink_efficiency of the
+/// topology's GPU architecture (1 when the topology names no NVIDIA GPU), IB / Ethernet x
+/// nic_efficiency, other classes 1. For the flow network (add_topology_links).
+double link_efficiency(const topo::Topology& t, const topo::Link& l);
+/// NVLS channel bandwidth relative to Hopper's. NCCL 2.23's NVLS bandwidth (16 channels x one
+/// NVLink x 5/6, tuning.cc) has no architecture term: its constants were set on Hopper, where
+/// it matches the measured 8 x H100 busbw within 1 % (docs/validation.md). NCCL 2.32 added
+/// nvlsEfficiency per architecture, Hopper 0.85 and Blackwell 0.74 (NVIDIA/nccl 2.32.3
+/// src/tuning/nvls.cc, multiplying the NVLS graph's NVLink bandwidth): Blackwell's NVLS channel
+/// runs at 0.74 / 0.85 = 0.871 of the Hopper-set figure. 1 for Hopper (and for architectures
+/// without NVLS).
+double nvls_arch_factor(nccl::Arch a);
 
 struct NcclOptions {
   /// NCCL_ALGO as a mask over nccl::Algo (bit i = Algo i); 0 = NCCL's default (all).
@@ -77,8 +90,10 @@ NcclPrediction nccl_predict(const topo::Topology& t, const CollectiveOp& op, con
 
 /// `--algorithm auto` on a GPU topology, as `shardsim collective` and the step model
 /// (models/step/topology_comm.hpp) both run it: NCCL's prediction as the analytical cost, and
-/// the registered schedule that runs NCCL's choice at flow fidelity (pred.schedule; ring, or
-/// direct for all-to-all, where that schedule cannot run this group).
+/// the registered schedule that runs NCCL's choice at flow fidelity (pred.schedule: Ring ->
+/// ring-channels, Tree -> tree-channels, NVLS / CollNet -> in-network, NVLSTree -> nvls-tree,
+/// PAT -> rabenseifner; where that schedule cannot run this group: double-binary-tree for
+/// tree-channels, hierarchical for nvls-tree, direct for all-to-all, else ring).
 struct NcclAuto {
   NcclPrediction pred;
   AnalyticalCost cost;                  ///< pred's time, latency and bandwidth terms

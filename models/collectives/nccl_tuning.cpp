@@ -34,6 +34,13 @@ constexpr double kPerChMaxTreeLL128Bws[4][3] = {
 constexpr double kPerChMaxTreeBws[4][3] = {
     {26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {2 * 38.7, 2 * 41.4, 2 * 36.0}};
 
+// perChMaxNVLSTreeBws (NVIDIA/nccl 2.32.3 src/tuning/cost_model.cc, ncclTunerConstantsDefaults;
+// not in 2.23): the bus bandwidth of one NVLSTree channel (one head GPU and its NIC), per
+// architecture and node count (1 node: NVLSTree is off). 2.32 caps each channel's bus
+// bandwidth with it and converts to algorithm bandwidth as a ring does, x n / (2 (n-1))
+// (src/tuning/nvls.cc). Volta / Ampere rows have no NVLS.
+constexpr double kPerChMaxNvlsTreeBws[4][3] = {{0, 0, 0}, {0, 0, 0}, {0.0, 57.7, 45.5}, {0.0, 96.0, 80.0}};
+
 // treeCorrectionFactor[proto][log2(bytes / 64)], 64 B to 256 MiB.
 constexpr double kTreeCorrection[kProtos][23] = {
     {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
@@ -151,6 +158,11 @@ Table tune(const System& s, OpKind op) {
           ratio = .5;
         }
         busBw *= ratio;
+      }
+      // NCCL 2.32's NVLSTree cap: heads x perChMaxNVLSTreeBw of bus bandwidth (see above).
+      if (a == Algo::nvls_tree && ar && s.nvls_heads > 0 && kPerChMaxNvlsTreeBws[arch][index2] > 0) {
+        const double cap_bus = s.nvls_heads * kPerChMaxNvlsTreeBws[arch][index2];
+        busBw = std::min(busBw, cap_bus * n / (2.0 * (n - 1)));
       }
       Entry& e = t[ai][pi];
       e.bw_GBps = busBw;

@@ -63,6 +63,9 @@ struct System {
   /// Hopper or later). Channels and per-channel intra / inter bandwidths of the NVLS graph.
   bool nvls = false;
   int nvls_channels = 16;
+  /// NVLS graph channels = head GPUs per node (each with its own NIC), at most the node's GPUs
+  /// (src/graph/search.cc: "NVLS ... search must have ngpus heads at most"); 0 = unknown (no cap).
+  int nvls_heads = 0;
   double nvls_intra_GBps = 0;
   double nvls_inter_GBps = 0;
   /// CollNet (IB SHARP): the network switches reduce. Channels = NICs per node.
@@ -81,7 +84,8 @@ struct Entry {
 using Table = std::array<std::array<Entry, kProtos>, kAlgos>;
 
 /// ncclTopoTuneModel for one collective: latency and (algorithm) bandwidth of every algorithm
-/// and protocol, with NCCL's default enables (LL128 on NVLink systems, NVLS-Tree only across
+/// and protocol, with one refinement of NCCL 2.32 (NVLSTree's per-channel cap,
+/// perChMaxNVLSTreeBws, nccl_tuning.cpp), with NCCL's default enables (LL128 on NVLink systems, NVLS-Tree only across
 /// nodes, CollNet only with network reduction, PAT only at one GPU per node). All-to-all has
 /// no NCCL tuning (it is grouped send/recv): every entry is 0.
 Table tune(const System& s, OpKind op);

@@ -49,6 +49,29 @@ std::vector<std::size_t> nvlink_domains(const topo::Topology& t) {
   return comp;
 }
 
+NodeLayout node_layout(const topo::Topology& t, const CollectiveOp& op) {
+  NodeLayout out;
+  const auto comp = nvlink_domains(t);
+  std::map<std::size_t, std::size_t> index;
+  for (std::uint32_t r : ring_of(t, op)) {
+    const auto d = comp[t.device(static_cast<std::size_t>(op.group[r]))];
+    auto [it, fresh] = index.emplace(d, out.nodes.size());
+    if (fresh) out.nodes.emplace_back();
+    out.nodes[it->second].push_back(r);
+  }
+  if (out.nodes.size() < 2) {
+    out.why_not = "the group lies in one NVLink domain (one node): nothing to stripe over NICs";
+    return out;
+  }
+  for (const auto& n : out.nodes) {
+    if (n.size() != out.nodes.front().size()) {
+      out.why_not = "the group's nodes (NVLink domains) hold different numbers of its ranks";
+      return out;
+    }
+  }
+  return out;
+}
+
 namespace {
 
 using U = std::uint32_t;
@@ -60,26 +83,14 @@ struct Layout {
 
 Layout layout_of(const topo::Topology& t, const CollectiveOp& op) {
   Layout out;
-  const auto comp = nvlink_domains(t);
-  std::vector<std::vector<U>> nodes;
-  std::map<std::size_t, std::size_t> index;
-  for (U r : ring_of(t, op)) {
-    const auto d = comp[t.device(static_cast<std::size_t>(op.group[r]))];
-    auto [it, fresh] = index.emplace(d, nodes.size());
-    if (fresh) nodes.emplace_back();
-    nodes[it->second].push_back(r);
-  }
-  if (nodes.size() < 2) {
-    out.why_not = "the group lies in one NVLink domain (one node): nothing to stripe over NICs (ring)";
+  auto nl = node_layout(t, op);
+  if (nl.why_not) {
+    // The one-node message names the ring (the schedule NCCL's ring falls back to there).
+    out.why_not = nl.nodes.size() < 2 ? *nl.why_not + " (ring)" : *nl.why_not;
     return out;
   }
+  const auto& nodes = nl.nodes;
   const std::size_t c = nodes.front().size();
-  for (const auto& n : nodes) {
-    if (n.size() != c) {
-      out.why_not = "the group's nodes (NVLink domains) hold different numbers of its ranks";
-      return out;
-    }
-  }
   if (c < 2) {
     out.why_not = "one rank per node (NVLink domain): one channel, the plain ring";
     return out;

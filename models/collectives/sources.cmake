@@ -8,6 +8,8 @@ list(APPEND SHARDSIM_MODELS_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/torus.cpp
   ${CMAKE_CURRENT_LIST_DIR}/hierarchical.cpp
   ${CMAKE_CURRENT_LIST_DIR}/tree.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/tree_channels.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvls_tree.cpp
   ${CMAKE_CURRENT_LIST_DIR}/rabenseifner.cpp
   ${CMAKE_CURRENT_LIST_DIR}/direct.cpp
   ${CMAKE_CURRENT_LIST_DIR}/in_network.cpp

@@ -24,18 +24,9 @@
 #include "models/collectives/detail.hpp"
 
 namespace shardsim::coll::detail {
+
 namespace {
-
-using U = std::uint32_t;
-
-struct Trees {
-  // By ring position: parent position (-1 for the root) and depth, for trees A and B.
-  std::vector<int> parent[2];
-  std::vector<int> depth[2];
-  int levels = 0;
-};
-
-void in_order(int lo, int hi, int parent, int d, Trees& tr) {
+void in_order(int lo, int hi, int parent, int d, BinaryTrees& tr) {
   if (lo > hi) return;
   const int mid = lo + (hi - lo) / 2;
   tr.parent[0][static_cast<std::size_t>(mid)] = parent;
@@ -44,9 +35,10 @@ void in_order(int lo, int hi, int parent, int d, Trees& tr) {
   in_order(lo, mid - 1, mid, d + 1, tr);
   in_order(mid + 1, hi, mid, d + 1, tr);
 }
+}  // namespace
 
-Trees make_trees(std::size_t n) {
-  Trees tr;
+BinaryTrees make_double_trees(std::size_t n) {
+  BinaryTrees tr;
   for (auto& v : tr.parent) v.assign(n, -1);
   for (auto& v : tr.depth) v.assign(n, 0);
   in_order(0, static_cast<int>(n) - 1, -1, 0, tr);
@@ -58,6 +50,10 @@ Trees make_trees(std::size_t n) {
   }
   return tr;
 }
+
+namespace {
+
+using U = std::uint32_t;
 
 class DoubleBinaryTree final : public Algorithm {
  public:
@@ -145,7 +141,7 @@ class DoubleBinaryTree final : public Algorithm {
     const std::size_t n = op.group.size();
     if (n < 2) return out;
     const auto ring = ring_of(t, op);
-    const auto tr = make_trees(n);
+    const auto tr = make_double_trees(n);
     const double half = static_cast<double>(op.size_bytes) / 2;
     auto level = [&](int l, bool up) {
       Level lv;

@@ -1,5 +1,17 @@
-// Per-layer compute of layer_compute.hpp (formulas and sources there).
+// Per-layer compute of layer_compute.hpp (formulas and sources there; the kernels are
+// models/compute's per-op model).
 #include "models/parallel/layer_compute.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "models/compute/attention.hpp"
+#include "models/compute/gemm.hpp"
+#include "models/compute/op_cost.hpp"
+#include "models/compute/transformer_cost.hpp"
+#include "sim/error.hpp"
 
 namespace shardsim::parallel {
 
@@ -7,74 +19,158 @@ namespace {
 
 double d(std::uint64_t v) { return static_cast<double>(v); }
 
-constexpr double kFwdKernels = 10, kBwdKernels = 20;
+// Indices into compute::layer_ops (transformer_cost.hpp: the zoo's order).
+enum : std::size_t { kNorm1, kQkv, kCore, kOut, kNorm2, kUp, kAct, kDown, kOps };
 
-struct Flops {
-  double attn_gemm = 0, core = 0, mlp = 0;
-};
+compute::LayerShape kernel_shape(const ModelSpec& m, const LayerShape& l, std::uint64_t tokens_seq, std::uint64_t batch,
+                                 std::uint64_t ffn) {
+  compute::LayerShape s;
+  s.hidden = m.hidden;
+  s.heads = m.heads;
+  s.kv_heads = m.kv_heads;
+  s.ffn = ffn;
+  s.seq = tokens_seq;
+  s.micro_batch = batch;
+  s.tp = l.tp;
+  s.gated = m.gated_ffn;
+  s.flash = l.flash_attention;
+  s.causal = m.decoder;
+  s.dropout = m.dropout;
+  s.rotary = false;  // Megatron-Core fuses RoPE (header)
+  s.fused_qkv = true;
+  s.sequence_parallel = l.sequence_parallel;
+  s.math = l.math;
+  return s;
+}
 
-Flops layer_flops(const ModelSpec& m, const LayerShape& l) {
-  const double t = d(l.tp), sq = d(l.seq) / d(l.cp), s = d(l.seq), b = d(l.micro_batch), h = d(m.hidden);
-  const double ad = d(m.heads * m.dhead()), kd = d(m.kv_heads * m.dhead());
-  const double tokens = b * sq;
-  Flops f;
-  f.attn_gemm = 2 * tokens * (h * (ad + 2 * kd) + ad * h) / t;
-  f.core = 4 * tokens * s * ad / t;
-  if (l.flash_attention && m.decoder) f.core /= 2;
-  const double mats = m.gated_ffn ? 3.0 : 2.0;
-  if (m.moe()) {
-    f.mlp = 2 * tokens * mats * h * d(m.expert_width()) * d(m.top_k) * l.moe_imbalance / t;
-    if (m.shared_expert_ffn != 0) f.mlp += 2 * tokens * mats * h * d(m.shared_expert_ffn) / t;
-    f.mlp += 2 * tokens * h * d(m.experts);  // router
-  } else {
-    f.mlp = 2 * tokens * mats * h * d(m.ffn) / t;
-  }
+double gemms_fwd(const compute::Device& dev, const compute::OpShape& o, compute::MathType mt) {
+  double t = 0;
+  for (const auto& g : o.gemms) t += compute::gemm_time_s(dev, g, mt);
+  return t;
+}
+double gemms_dgrad(const compute::Device& dev, const compute::OpShape& o, compute::MathType mt) {
+  double t = 0;
+  for (const auto& g : o.gemms) t += compute::gemm_time_s(dev, {g.m, g.k, g.n, g.batch}, mt);
+  return t;
+}
+double gemms_wgrad(const compute::Device& dev, const compute::OpShape& o, compute::MathType mt) {
+  double t = 0;
+  for (const auto& g : o.gemms) t += compute::gemm_time_s(dev, {g.k, g.n, g.m, g.batch}, mt);
+  return t;
+}
+double gemm_flops(const compute::OpShape& o) {
+  double f = 0;
+  for (const auto& g : o.gemms) f += 2 * d(g.m) * d(g.n) * d(g.k) * d(g.batch);
   return f;
+}
+compute::OpShape without_gemms(compute::OpShape o) {
+  o.gemms.clear();
+  return o;
+}
+
+struct Times {
+  double fwd = 0, bwd = 0;
+};
+Times op_times(const compute::Device& dev, const compute::OpShape& o, compute::MathType mt) {
+  return {compute::op_time_s(dev, o, mt, false), compute::op_time_s(dev, o, mt, true)};
 }
 
 }  // namespace
 
 LayerCompute layer_compute(const ModelSpec& m, const compute::Device& dev, const LayerShape& l) {
-  const Flops f = layer_flops(m, l);
-  const double rate = dev.peak(l.math) * dev.flops_eff, bw = dev.hbm_Bps * dev.mem_eff;
-  ActivationShape a;
-  a.seq = l.seq;
-  a.micro_batch = l.micro_batch;
-  a.tp = l.tp;
-  a.cp = l.cp;
-  a.sequence_parallel = l.sequence_parallel;
-  a.flash_attention = l.flash_attention;
-  a.recompute = Recompute::none;
-  const double sbh = d(l.seq) / d(l.cp) * d(l.micro_batch) * d(m.hidden);
-  const double elementwise = layer_activation_bytes(m, a) + 24 * (l.sequence_parallel ? sbh / d(l.tp) : sbh);
-  // The elementwise traffic is split between the two halves in proportion to their FLOPs.
-  const double total = f.attn_gemm + f.core + f.mlp;
-  const double attn_share = total > 0 ? (f.attn_gemm + f.core) / total : 0.5;
+  const std::uint64_t f = m.moe() ? m.expert_width() : m.ffn;
+  if (l.tp == 0 || m.hidden % l.tp != 0 || f % l.tp != 0) {
+    throw ConfigError("--mesh", fmt::format("tp={} with hidden {} and FFN width {} of {}", l.tp, m.hidden, f, m.name),
+                      "a tp that divides the hidden size and the FFN width (Megatron-LM splits both)");
+  }
+  const std::uint64_t sq = l.seq / l.cp;
+  const auto mt = l.math;
+  auto ops = compute::layer_ops(kernel_shape(m, l, sq, l.micro_batch, f));
+  // Context parallelism: the rank's s_q queries attend over all s keys.
+  auto& att = *ops[kCore].shape.attention;
+  att.seq_q = sq;
+  att.seq_kv = l.seq;
+
   LayerCompute c;
-  c.core_fwd_s = f.core / rate;
-  c.attention_fwd_s = (f.attn_gemm + f.core) / rate + attn_share * elementwise / bw + kFwdKernels / 2 * dev.launch_s;
-  c.mlp_fwd_s = f.mlp / rate + (1 - attn_share) * elementwise / bw + kFwdKernels / 2 * dev.launch_s;
-  c.attention_bwd_s = 2 * (f.attn_gemm + f.core) / rate + 2 * attn_share * elementwise / bw + kBwdKernels / 2 * dev.launch_s;
-  c.mlp_bwd_s = 2 * f.mlp / rate + 2 * (1 - attn_share) * elementwise / bw + kBwdKernels / 2 * dev.launch_s;
+  Times t[kOps];
+  for (std::size_t i = 0; i < kOps; ++i) t[i] = op_times(dev, ops[i].shape, mt);
+  c.qkv_fwd_s = gemms_fwd(dev, ops[kQkv].shape, mt);
+  c.out_fwd_s = gemms_fwd(dev, ops[kOut].shape, mt);
+  c.qkv_wgrad_s = gemms_wgrad(dev, ops[kQkv].shape, mt);
+  c.out_dgrad_s = gemms_dgrad(dev, ops[kOut].shape, mt);
+  c.core_fwd_s = t[kCore].fwd;
+  c.core_bwd_s = t[kCore].bwd;
+  c.attention_fwd_s = t[kNorm1].fwd + t[kQkv].fwd + t[kCore].fwd + t[kOut].fwd;
+  c.attention_bwd_s = t[kNorm1].bwd + t[kQkv].bwd + t[kCore].bwd + t[kOut].bwd;
+  c.forward_flops = gemm_flops(ops[kQkv].shape) + gemm_flops(ops[kOut].shape) +
+                    (att.flash ? compute::flash_attention_flops(att, false)
+                               : 4 * d(att.batch) * d(att.heads) * d(att.seq_q) * d(att.seq_kv) * d(att.head_dim));
+
+  if (!m.moe()) {
+    c.up_fwd_s = gemms_fwd(dev, ops[kUp].shape, mt);
+    c.down_fwd_s = gemms_fwd(dev, ops[kDown].shape, mt);
+    c.up_wgrad_s = gemms_wgrad(dev, ops[kUp].shape, mt);
+    c.down_dgrad_s = gemms_dgrad(dev, ops[kDown].shape, mt);
+    c.mlp_fwd_s = t[kNorm2].fwd + t[kUp].fwd + t[kAct].fwd + t[kDown].fwd;
+    c.mlp_bwd_s = t[kNorm2].bwd + t[kUp].bwd + t[kAct].bwd + t[kDown].bwd;
+    c.forward_flops += gemm_flops(ops[kUp].shape) + gemm_flops(ops[kDown].shape);
+  } else {
+    // Routed experts: the busiest rank's tokens x top_k through its experts (one grouped GEMM
+    // per matrix); the residual add of the layer's tokens from the dense ops (kDown without
+    // its GEMM); the router; a shared expert over the layer's tokens.
+    const auto routed = static_cast<std::uint64_t>(
+        std::max(1.0, std::round(d(l.micro_batch * sq) * d(m.top_k) * l.moe_imbalance)));
+    const auto ex = compute::layer_ops(kernel_shape(m, l, routed, 1, f));
+    Times mlp{t[kNorm2].fwd, t[kNorm2].bwd};
+    auto add = [&](const Times& x) {
+      mlp.fwd += x.fwd;
+      mlp.bwd += x.bwd;
+    };
+    add(op_times(dev, ex[kUp].shape, mt));
+    add(op_times(dev, ex[kAct].shape, mt));
+    add({gemms_fwd(dev, ex[kDown].shape, mt), gemms_dgrad(dev, ex[kDown].shape, mt) + gemms_wgrad(dev, ex[kDown].shape, mt)});
+    add(op_times(dev, without_gemms(ops[kDown].shape), mt));
+    const compute::GemmShape router{l.micro_batch * sq, m.experts, m.hidden, 1};
+    add({compute::gemm_time_s(dev, router, mt), compute::gemm_time_s(dev, {router.m, router.k, router.n, 1}, mt) +
+                                                    compute::gemm_time_s(dev, {router.k, router.n, router.m, 1}, mt)});
+    c.forward_flops += gemm_flops(ex[kUp].shape) + gemm_flops(ex[kDown].shape) + 2 * d(router.m) * d(router.n) * d(router.k);
+    c.up_fwd_s = gemms_fwd(dev, ex[kUp].shape, mt);
+    c.down_fwd_s = gemms_fwd(dev, ex[kDown].shape, mt);
+    c.up_wgrad_s = gemms_wgrad(dev, ex[kUp].shape, mt);
+    c.down_dgrad_s = gemms_dgrad(dev, ex[kDown].shape, mt);
+    if (m.shared_expert_ffn != 0) {
+      if (m.shared_expert_ffn % l.tp != 0) {
+        throw ConfigError("--mesh", fmt::format("tp={} with the shared expert width {} of {}", l.tp, m.shared_expert_ffn, m.name),
+                          "a tp that divides the shared expert width");
+      }
+      const auto sh = compute::layer_ops(kernel_shape(m, l, sq, l.micro_batch, m.shared_expert_ffn));
+      add(op_times(dev, sh[kUp].shape, mt));
+      add(op_times(dev, sh[kAct].shape, mt));
+      add({gemms_fwd(dev, sh[kDown].shape, mt), gemms_dgrad(dev, sh[kDown].shape, mt) + gemms_wgrad(dev, sh[kDown].shape, mt)});
+      c.forward_flops += gemm_flops(sh[kUp].shape) + gemm_flops(sh[kDown].shape);
+    }
+    c.mlp_fwd_s = mlp.fwd;
+    c.mlp_bwd_s = mlp.bwd;
+  }
   switch (l.recompute) {
     case Recompute::none: break;
-    case Recompute::selective: c.recompute_s = c.core_fwd_s + dev.launch_s; break;
+    case Recompute::selective: c.recompute_s = c.core_fwd_s; break;
     case Recompute::full: c.recompute_s = c.fwd_s(); break;
   }
-  c.forward_flops = total;
   return c;
 }
 
 HeadCompute head_compute(const ModelSpec& m, const compute::Device& dev, const LayerShape& l) {
   const std::uint64_t pad = 128 * l.tp;  // as memory_stage.hpp: vocabulary padded to 128 t
-  const double vocab = d((m.vocab + pad - 1) / pad * pad) / d(l.tp);
-  const double tokens = d(l.seq) / d(l.cp) * d(l.micro_batch);
-  const double gemm = 2 * tokens * d(m.hidden) * vocab;
-  const double rate = dev.peak(l.math) * dev.flops_eff, bw = dev.hbm_Bps * dev.mem_eff;
-  const double logits = 4 * tokens * vocab;  // fp32 logits: written, then read by the softmax
+  const std::uint64_t vocab = (m.vocab + pad - 1) / pad * pad / l.tp;
+  const std::uint64_t tokens = l.seq / l.cp * l.micro_batch;
+  const compute::GemmShape g{tokens, vocab, m.hidden, 1};
+  const double bw = dev.hbm_Bps * dev.mem_eff;
+  const double logits = 4 * d(tokens) * d(vocab);  // fp32 logits: written, then read by the softmax
   HeadCompute h;
-  h.fwd_s = gemm / rate + 2 * logits / bw + 2 * dev.launch_s;
-  h.bwd_s = 2 * gemm / rate + 2 * logits / bw + 3 * dev.launch_s;
+  h.fwd_s = compute::gemm_time_s(dev, g, l.math) + 2 * logits / bw + dev.launch_s;
+  h.bwd_s = compute::gemm_time_s(dev, {g.m, g.k, g.n, 1}, l.math) + compute::gemm_time_s(dev, {g.k, g.n, g.m, 1}, l.math) +
+            2 * logits / bw + dev.launch_s;
   return h;
 }
 

@@ -126,6 +126,40 @@ class StageProgram {
     }
   }
 
+  [[nodiscard]] bool overlap() const { return s_.c->tp_comm_overlap && s_.c->mesh.tp > 1; }
+  [[nodiscard]] bool sp_overlap() const { return overlap() && s_.c->sequence_parallel; }
+  [[nodiscard]] double tp() const { return static_cast<double>(s_.c->mesh.tp); }
+
+  // Tensor-parallel communication overlapped with a GEMM (parallel_graphs.hpp: TE userbuffers).
+  // All-gather pipelined into the GEMM that consumes it: the all-gather and (t-1)/t of the
+  // GEMM run together, the last chunk after both: max(C, (t-1) G / t) + G / t.
+  void gather_into_gemm(NodePhase phase, double gemm_s, std::vector<std::uint32_t> extra, const char* what,
+                        std::string label) {
+    const auto comm = side(Role::tp, Cat::tp, kModel, coll::OpKind::allgather, s_.tp_bytes, after_last(),
+                           names_ ? fmt::format("tp all-gather {} (overlapped)", what) : "");
+    compute(phase, gemm_s * (tp() - 1) / tp(), std::move(extra), label);
+    pending_.push_back(comm);
+    compute(phase, gemm_s / tp(), {}, std::move(label));
+  }
+  // A GEMM pipelined into the reduce-scatter of its output: the first chunk, then the
+  // collective beside the other t - 1 chunks: G / t + max(C, (t-1) G / t).
+  void gemm_into_scatter(NodePhase phase, double gemm_s, const char* what, std::string label) {
+    compute(phase, gemm_s / tp(), {}, label);
+    const auto comm = side(Role::tp, Cat::tp, kModel, coll::OpKind::reducescatter, s_.tp_bytes, after_last(),
+                           names_ ? fmt::format("tp reduce-scatter {} (overlapped)", what) : "");
+    compute(phase, gemm_s * (tp() - 1) / tp(), {}, std::move(label));
+    pending_.push_back(comm);
+  }
+  // Backward: the input gradient reduced (reduce-scatter, or all-reduce without sequence
+  // parallelism) beside the weight-gradient GEMM that does not need it: max(C, W).
+  void reduce_beside(double wgrad_s, const char* what, std::string label) {
+    const auto kind = s_.c->sequence_parallel ? coll::OpKind::reducescatter : coll::OpKind::allreduce;
+    const auto comm = side(Role::tp, Cat::tp, kModel, kind, s_.tp_bytes, after_last(),
+                           names_ ? fmt::format("tp {} {} (overlapped)", coll::to_string(kind), what) : "");
+    compute(NodePhase::backward, wgrad_s, {}, std::move(label));
+    pending_.push_back(comm);
+  }
+
   void zero3_gather(const char* when, Ref anchor) {
     if (!s_.zero3) return;
     std::vector<std::uint32_t> d;
@@ -141,27 +175,51 @@ class StageProgram {
     }
   }
 
-  // One layer's forward (also as recomputation, phase backward).
+  // One layer's forward (also as recomputation, phase backward). With overlap the GEMMs next
+  // to the tp collectives are their own nodes (gather_into_gemm, gemm_into_scatter).
   void layer_forward(std::uint32_t c, std::uint64_t k, std::uint64_t l, NodePhase phase) {
     const auto& lc = s_.lc;
     zero3_gather("forward", last_compute_);
     std::vector<std::uint32_t> extra = gathers_;
     const std::uint64_t cp = s_.c->mesh.cp;
+    const bool ov = sp_overlap();
     Ref kv;
     if (cp > 1) {
       kv = side(Role::cp, Cat::cp, kCp, coll::OpKind::allgather, s_.cp_bytes, after_last(), names_ ? "cp all-gather K,V" : "");
     }
-    tp_region(true, "attention");
     const double rest = cp > 1 ? lc.core_fwd_s * static_cast<double>(cp - 1) / static_cast<double>(cp) : 0.0;
-    compute(phase, lc.attention_fwd_s - rest, extra, label("attention", c, k, l));
+    double attn = lc.attention_fwd_s - rest;
+    if (ov) {
+      gather_into_gemm(phase, lc.qkv_fwd_s, extra, "attention", label("attention qkv", c, k, l));
+      extra.clear();
+      attn -= lc.qkv_fwd_s + lc.out_fwd_s;
+    } else {
+      tp_region(true, "attention");
+    }
+    compute(phase, attn, extra, label("attention", c, k, l));
     if (kv) compute(phase, rest, {*kv}, label("attention ring blocks", c, k, l));
-    tp_region(false, "attention");
-    tp_region(true, "mlp");
+    if (ov) {
+      gemm_into_scatter(phase, lc.out_fwd_s, "attention", label("attention out", c, k, l));
+    } else {
+      tp_region(false, "attention");
+    }
     const bool moe = s_.m->moe() && s_.c->mesh.ep > 1;
+    const bool ov_mlp = ov && !moe;  // the ep all-to-alls sit between the tp collectives and the GEMMs
+    double mlp = lc.mlp_fwd_s;
+    if (ov_mlp) {
+      gather_into_gemm(phase, lc.up_fwd_s, {}, "mlp", label("mlp up", c, k, l));
+      mlp -= lc.up_fwd_s + lc.down_fwd_s;
+    } else {
+      tp_region(true, "mlp");
+    }
     if (moe) blocking(Role::ep, Cat::ep, coll::OpKind::alltoall, s_.ep_bytes, names_ ? "ep dispatch" : "");
-    compute(phase, lc.mlp_fwd_s, {}, label("mlp", c, k, l));
+    compute(phase, mlp, {}, label("mlp", c, k, l));
     if (moe) blocking(Role::ep, Cat::ep, coll::OpKind::alltoall, s_.ep_bytes, names_ ? "ep combine" : "");
-    tp_region(false, "mlp");
+    if (ov_mlp) {
+      gemm_into_scatter(phase, lc.down_fwd_s, "mlp", label("mlp down", c, k, l));
+    } else {
+      tp_region(false, "mlp");
+    }
   }
 
   void forward(std::uint32_t c, std::uint64_t k) {
@@ -186,24 +244,52 @@ class StageProgram {
       }
       zero3_gather("backward", last_compute_);
       std::vector<std::uint32_t> extra = gathers_;
-      // Conjugates of the forward's collectives (Korthikanti et al. 2022 sec. 4.2.2).
-      tp_region(true, "mlp backward");
+      // Conjugates of the forward's collectives (Korthikanti et al. 2022 sec. 4.2.2). With
+      // overlap: the output-gradient all-gather pipelined into the row-parallel layer's
+      // input-gradient GEMM (sequence parallelism), the input gradient reduced beside the
+      // column-parallel layer's weight-gradient GEMM.
+      const bool ov = overlap(), ov_sp = sp_overlap();
+      const bool ov_mlp = ov && !moe;
+      double mlp = lc.mlp_bwd_s;
+      if (ov_mlp && ov_sp) {
+        gather_into_gemm(NodePhase::backward, lc.down_dgrad_s, extra, "mlp backward", label("mlp down dgrad", c, k, j));
+        extra.clear();
+        mlp -= lc.down_dgrad_s;
+      } else {
+        tp_region(true, "mlp backward");
+      }
+      if (ov_mlp) mlp -= lc.up_wgrad_s;
       if (moe) blocking(Role::ep, Cat::ep, coll::OpKind::alltoall, s_.ep_bytes, names_ ? "ep combine backward" : "");
-      compute(NodePhase::backward, lc.mlp_bwd_s, extra, label("mlp backward", c, k, j));
+      compute(NodePhase::backward, mlp, extra, label("mlp backward", c, k, j));
       if (moe) blocking(Role::ep, Cat::ep, coll::OpKind::alltoall, s_.ep_bytes, names_ ? "ep dispatch backward" : "");
-      tp_region(false, "mlp backward");
-      tp_region(true, "attention backward");
+      if (ov_mlp) {
+        reduce_beside(lc.up_wgrad_s, "mlp backward", label("mlp up wgrad", c, k, j));
+      } else {
+        tp_region(false, "mlp backward");
+      }
+      double attn = lc.attention_bwd_s;
+      if (ov_sp) {
+        gather_into_gemm(NodePhase::backward, lc.out_dgrad_s, {}, "attention backward", label("attention out dgrad", c, k, j));
+        attn -= lc.out_dgrad_s;
+      } else {
+        tp_region(true, "attention backward");
+      }
+      if (ov) attn -= lc.qkv_wgrad_s;
       if (cp > 1) {
         const auto kv = side(Role::cp, Cat::cp, kCp, coll::OpKind::allgather, s_.cp_bytes, after_last(), names_ ? "cp all-gather K,V" : "");
-        const double rest = 2 * lc.core_fwd_s * static_cast<double>(cp - 1) / static_cast<double>(cp);
+        const double rest = lc.core_bwd_s * static_cast<double>(cp - 1) / static_cast<double>(cp);
         compute(NodePhase::backward, rest, {kv}, label("attention ring blocks backward", c, k, j));
         const auto rs = side(Role::cp, Cat::cp, kCp, coll::OpKind::reducescatter, s_.cp_bytes, {*last_compute_},
                              names_ ? "cp reduce-scatter dK,dV" : "");
-        compute(NodePhase::backward, lc.attention_bwd_s - rest, {rs}, label("attention backward", c, k, j));
+        compute(NodePhase::backward, attn - rest, {rs}, label("attention backward", c, k, j));
       } else {
-        compute(NodePhase::backward, lc.attention_bwd_s, {}, label("attention backward", c, k, j));
+        compute(NodePhase::backward, attn, {}, label("attention backward", c, k, j));
       }
-      tp_region(false, "attention backward");
+      if (ov) {
+        reduce_beside(lc.qkv_wgrad_s, "attention backward", label("attention qkv wgrad", c, k, j));
+      } else {
+        tp_region(false, "attention backward");
+      }
       if (s_.zero3) {
         if (s_.dense_group > 1) {
           side(Role::dp_dense, Cat::dp, kDp, coll::OpKind::reducescatter, static_cast<std::uint64_t>(s_.layer.dense * s_.gb),

@@ -14,6 +14,21 @@
 //    Narayanan et al. 2021 sec. 3.2), repeated for the recomputed forward; with sequence
 //    parallelism each all-reduce becomes an all-gather before and a reduce-scatter after the
 //    tensor-parallel region, of the same S (Korthikanti et al. 2022 sec. 4.2.2);
+//    With tp_comm_overlap (Megatron-LM --tp-comm-overlap, TransformerEngine userbuffers:
+//    te.initialize_ub, ub_overlap_ag / ub_overlap_rs / ub_bulk_wgrad; Wang et al., "Overlap
+//    Communication with Dependent Computation via Decomposition", ASPLOS 2023), the GEMMs
+//    next to the collectives hide them: with sequence parallelism the all-gather is pipelined
+//    into the column-parallel GEMM that consumes it (QKV, MLP-up; backward the row-parallel
+//    layers' input-gradient GEMMs), t chunks over a ring, max(C, (t-1)/t G) + G/t; the
+//    row-parallel GEMM (output projection, MLP-down) is pipelined into its reduce-scatter,
+//    G/t + max(C, (t-1)/t G); in backward the input gradient's reduce-scatter (all-reduce
+//    without sequence parallelism: Megatron-LM's asynchronous tensor-parallel all-reduce) runs
+//    beside the weight-gradient GEMM that does not need it, max(C, W). G, W: the GEMM times
+//    of parallel::layer_compute. Not modelled: the SMs and HBM bandwidth the overlapped
+//    communication takes from the GEMM (TE's userbuffers use copy engines or a few SMs), the
+//    MLP of MoE layers with ep > 1 (the all-to-alls sit between), and Megatron's extra
+//    all-gather of the saved sequence-parallel input for the weight gradient (Korthikanti et
+//    al. 2022 sec. 4.2.2, overlapped with the input-gradient GEMM there);
 //  - ep (stream 1, blocking): per MoE layer a dispatch and a combine all-to-all on the ep group
 //    in forward and in backward, S = tokens x top_k x h x 2 bytes x imbalance (Megatron-Core
 //    MoE alltoall dispatcher; the busiest rank receives imbalance x the mean);
@@ -43,7 +58,7 @@
 // idle time of the compute stream attributed to what it waited for: pp_bubble_s (a receive:
 // the pipeline bubble and exposed point-to-point transfers), cp_exposed_s, dp_exposed_s
 // (gradient reduction, the final all-gather, zero3 gathers).
-// Limits: no tensor-parallel overlap with GEMMs; shared embedding gradients of tied
+// Limits: shared embedding gradients of tied
 // embeddings across the first and last stage are not reduced; sharded with a shard group
 // below N and hsdp are rejected here (ConfigError).
 #include <cstdint>
@@ -70,6 +85,7 @@ struct ParallelStepConfig {
   parallel::PipelineSchedule schedule;
   parallel::Recompute recompute = parallel::Recompute::none;
   bool sequence_parallel = false;
+  bool tp_comm_overlap = false;  ///< overlap tp collectives with the GEMMs (see above)
   std::optional<bool> flash_attention;  ///< unset: on for decoders
   parallel::DpStrategy strategy;
   const opt::Optimizer* optimizer = nullptr;

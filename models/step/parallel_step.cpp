@@ -322,14 +322,7 @@ ParallelStepResult simulate_parallel_step(const ParallelStepConfig& c, const com
   std::vector<Time> rank_end(R, Time::zero());
   std::vector<NodeId> last_node(R, 0);
   std::vector<ParallelRankTimes> pr(R);
-  auto each_rank = [&](NodeId n, auto&& fn) {
-    const auto& node = g.node(n);
-    if (node.kind != NodeKind::collective) {
-      fn(static_cast<std::size_t>(g.rank_index(node.rank)));
-      return;
-    }
-    for (const int m : g.simulated_members(node.group)) fn(static_cast<std::size_t>(g.rank_index(m)));
-  };
+  auto each_rank = [&](NodeId n, auto&& fn) { g.for_each_rank(n, fn); };
   auto dur = [&](NodeId n) { return res.end[n] - res.start[n]; };
   for (NodeId n = 0; n < g.size(); ++n) {
     const auto& node = g.node(n);
@@ -352,10 +345,11 @@ ParallelStepResult simulate_parallel_step(const ParallelStepConfig& c, const com
       });
     }
   }
-  // Attribution: walk the compute stream and the blocking collectives in time order; a gap
-  // before a node goes to the category of what it waited for (its latest-ending dependency;
-  // a collective with none waited for its group), the tail after the last one to the rank's
-  // last-ending node.
+  // Attribution: walk the compute stream and the tp / ep collectives in time order (compute
+  // first among equal starts); a node counts the part of it after everything before it (an
+  // overlapped collective only what outlasts the compute beside it), a gap before a node goes
+  // to the category of what it waited for (its latest-ending dependency; a collective with
+  // none waited for its group), the tail after the last one to the rank's last-ending node.
   for (std::size_t k = 0; k < R; ++k) {
     auto& x = pr[k];
     x.rank = sorted[k];
@@ -363,7 +357,10 @@ ParallelStepResult simulate_parallel_step(const ParallelStepConfig& c, const com
     x.folded = fold ? mesh.devices() / p : 1;
     std::array<Time, 8> t{};  // by Cat
     auto& v = busy[k];
-    std::stable_sort(v.begin(), v.end(), [&](NodeId a, NodeId b) { return res.start[a] < res.start[b]; });
+    std::stable_sort(v.begin(), v.end(), [&](NodeId a, NodeId b) {
+      if (res.start[a] != res.start[b]) return res.start[a] < res.start[b];
+      return g.node(a).stream < g.node(b).stream;
+    });
     Time cursor = Time::zero();
     for (const NodeId n : v) {
       if (res.start[n] > cursor) {
@@ -378,7 +375,7 @@ ParallelStepResult simulate_parallel_step(const ParallelStepConfig& c, const com
         if (why == Cat::forward || why == Cat::backward || why == Cat::update) why = Cat::pp;
         t[static_cast<std::size_t>(why)] += res.start[n] - cursor;
       }
-      t[static_cast<std::size_t>(inst.cat[n])] += dur(n);
+      if (res.end[n] > cursor) t[static_cast<std::size_t>(inst.cat[n])] += res.end[n] - std::max(cursor, res.start[n]);
       cursor = std::max(cursor, res.end[n]);
     }
     if (rank_end[k] > cursor) {

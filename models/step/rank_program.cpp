@@ -259,14 +259,7 @@ void run_task_graph(const TaskGraph& g, std::uint64_t R, bool fold, const StepCo
   // Per-rank figures (sums in node order, as the former list scheduler summed them).
   std::vector<RankResult> pr(S);
   std::vector<Time> rank_end(S, Time::zero());
-  auto on_rank = [&](NodeId n, auto&& fn) {
-    const auto& node = g.node(n);
-    if (node.kind != NodeKind::collective) {
-      fn(static_cast<std::size_t>(g.rank_index(node.rank)));
-      return;
-    }
-    for (const int m : g.simulated_members(node.group)) fn(static_cast<std::size_t>(g.rank_index(m)));
-  };
+  auto on_rank = [&](NodeId n, auto&& fn) { g.for_each_rank(n, fn); };
   r.comm_s = 0;
   r.comm_bytes = 0;
   r.collectives = 0;

@@ -99,6 +99,17 @@ class TaskGraph {
   [[nodiscard]] int rank_index(int device) const {
     return device >= 0 && static_cast<std::size_t>(device) < rank_index_.size() ? rank_index_[static_cast<std::size_t>(device)] : -1;
   }
+  /// Calls fn(k) with the rank index k (into ranks()) of every simulated rank that runs node
+  /// `n`: its rank, or for a collective each simulated member of its group.
+  template <class F>
+  void for_each_rank(NodeId n, F&& fn) const {
+    const auto& node = nodes_[n];
+    if (node.kind != NodeKind::collective) {
+      fn(static_cast<std::size_t>(rank_index(node.rank)));
+      return;
+    }
+    for (const int m : sim_members_[node.group]) fn(static_cast<std::size_t>(rank_index(m)));
+  }
 
  private:
   NodeId push(TaskNode n, std::span<const NodeId> deps, std::string name);

@@ -98,12 +98,7 @@ double JitterDist::sample(Rng& rng) const {
 namespace {
 
 using text::to_double;
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
+using text::trim;  // also drops '\n', which getline has already taken off
 
 JitterDist load_histogram(const std::string& path, const std::string& where) {
   std::ifstream in(path);

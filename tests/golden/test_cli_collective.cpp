@@ -90,7 +90,7 @@ TEST_CASE("bad input exits 2 with the place, what was found and what was expecte
              "--ranks: 17 ranks on a topology with 16 devices; expected between 1 and 16");
   expect_bad({"collective", "--topology", "torus:dims=4x4,bw=100GB/s,lat=1us", "--algorithm", "rong"},
              "--algorithm: unknown algorithm 'rong' for allreduce; expected one of ring, ring-bidir, ring-channels, torus, "
-             "hierarchical, double-binary-tree, rabenseifner, direct, in-network");
+             "hierarchical, double-binary-tree, tree-channels, nvls-tree, rabenseifner, direct, in-network");
   expect_bad({"collective", "--topology", "torus:dims=4x4,bw=100GB/s,lat=1us", "--op", "allscatter"},
              "--op: unknown collective 'allscatter'; expected one of allreduce, reducescatter, allgather, broadcast, "
              "alltoall, reduce");

@@ -78,6 +78,12 @@ TEST_CASE("cloud and B200 presets carry their datasheets' NIC bandwidth per GPU"
   CHECK(nic_Bps("aws-p5-16") == 3200e9 / 8 / 8);
   CHECK(nic_Bps("gcp-a3-mega-16") == 1600e9 / 8 / 8);
   CHECK(nic_Bps("dgx-b200-16") == 400e9 / 8);
+  // Meta's Llama 3 cluster (arXiv 2407.21783 sec. 3.3.1): 400 Gb/s RoCE per GPU, up to 24K GPUs.
+  CHECK(nic_Bps("meta-h100-roce-16") == 400e9 / 8);
+  CHECK(make_topology("meta-h100-roce-16", "test").link(make_topology("meta-h100-roce-16", "test").rank_route(0, 8).links.front()).cls ==
+        LinkClass::ethernet);
+  CHECK(make_topology("meta-h100-roce-24576", "test").num_devices() == 24576);
+  CHECK(error_of("meta-h100-roce-24584").rfind("meta-h100-roce-24584: 24584 GPUs is not a valid meta-h100-roce size;", 0) == 0);
   // The DGX A100 preset gave p4de four times its NIC bandwidth (issue 14): 200 Gb/s vs 50 Gb/s.
   CHECK(nic_Bps("dgx-a100-16") == 4 * nic_Bps("aws-p4de-16"));
   CHECK(make_topology("aws-p4d-8", "test").device_model == "a100-40gb");
@@ -106,8 +112,8 @@ TEST_CASE("preset size errors list the valid sizes") {
 TEST_CASE("every preset name builds with the size it names") {
   const auto names = preset_names();
   // Slices of v2, v3, v4, v5p, v5e; gb200-nvl72; dgx-a100/b200/h100/h200, aws-p4d/p4de/p5 and
-  // gcp-a3-mega at 8, 16, ..., 1024.
-  CHECK(names.size() == 7 + 9 + 11 + 11 + 8 + 1 + 8 * 8);
+  // gcp-a3-mega at 8, 16, ..., 1024; meta-h100-roce at 8, 16, ..., 16384.
+  CHECK(names.size() == 7 + 9 + 11 + 11 + 8 + 1 + 8 * 8 + 12);
   for (const auto& n : names) {
     CAPTURE(n);
     const Topology t = make_topology(n, "test");

@@ -24,17 +24,19 @@ TEST_CASE("published nccl-tests tables: predicted by collective --algorithm auto
   // degraded run, the GH200 quad nodes (no preset) and the four MPI tables are not.
   CHECK(s.files == 28);
   CHECK(s.skipped == 6);
-  // Issue 14's small-message target: median |time error| <= 25 % at S <= 64 KiB.
-  CHECK(s.median_abs_time_small <= 0.25);
-  // Issue 14 asks <= 10 % at S >= 64 MiB; reached 11.5 %: the NCCL model is optimistic while
-  // multi-node busbw ramps up (64 MiB - 1 GiB), see docs/validation.md. Bound at what is reached.
-  CHECK(s.median_abs_busbw_large <= 0.12);
-  // No file worse than 25 % at its largest size, except the two 2-rack GB300 runs (known
-  // misses, docs/validation.md).
+  // Issue 14's small-message target: median |time error| <= 25 % at S <= 64 KiB; reached
+  // 18.6 %, bound at what is reached.
+  CHECK(s.median_abs_time_small <= 0.19);
+  // Issue 14's large-message target: median |busbw error| <= 10 % at S >= 64 MiB; reached 9.1 %
+  // (NVLS per architecture and NCCL 2.32's NVLSTree channel cap, docs/validation.md).
+  CHECK(s.median_abs_busbw_large <= 0.095);
+  // No file worse than 25 % at its largest size, except the 2-rack GB300 all-to-all (a known
+  // miss: 47.7 GB/s per GPU across the racks, a quarter of the NICs' rate; the inter-rack
+  // fabric is not documented, docs/validation.md).
   for (const auto& f : r) {
     if (f.skipped) continue;
     CAPTURE(f.file);
-    if (f.file.find("2racks") != std::string::npos) {
+    if (f.file == "oci-gb300-nvl72-32x4-2racks-alltoall_perf.txt") {
       CHECK(std::fabs(f.largest) > 0.25);  // if this starts passing, move it into the bound
       continue;
     }

@@ -9,6 +9,7 @@
 #include "models/collectives/flow_eval.hpp"
 #include "models/collectives/nccl_model.hpp"
 #include "models/collectives/nccl_tuning.hpp"
+#include "plan_check.hpp"
 #include "sim/error.hpp"
 #include "topologies/load.hpp"
 
@@ -202,4 +203,161 @@ TEST_CASE("ring-channels at flow fidelity: one ring per rail, every NIC busy, NC
   CHECK(nccl_auto(t, op_of(OpKind::allreduce, 8, S), o)->schedule->name() == "ring");
   CHECK(rc.unsupported(t, op_of(OpKind::allreduce, 8, S)).value() ==
         "the group lies in one NVLink domain (one node): nothing to stripe over NICs (ring)");
+}
+
+TEST_CASE("NVLS on Blackwell: the Hopper-set NVLS channel x nvlsEfficiency 0.74 / 0.85 (NCCL 2.32)") {
+  // 8 GPUs of the NVL72 preset: NVLink 5 at 18 x 50 GB/s, NCCL's 40.1 GB/s per link.
+  const auto t = topo::make_topology("gb200-nvl72", "t");
+  const std::uint64_t S = 8ull << 30;
+  const auto op = op_of(OpKind::allreduce, 8, S);
+  const auto s = nccl_system(t, op);
+  CHECK(s.arch == nccl::Arch::blackwell);
+  CHECK(s.nvls_intra_GBps == doctest::Approx(40.1 * 0.74 / 0.85));
+  NcclOptions o;
+  o.allowed = nccl_algo_mask("NVLS", "t");
+  const auto p = nccl_predict(t, op, o);
+  CHECK(p.name == "NVLS/Simple");
+  const double algbw = 16 * 40.1 * 0.74 / 0.85 * 5.0 / 6.0;  // 465.7 GB/s
+  CHECK(p.choice.bw_GBps == doctest::Approx(algbw));
+  // busbw 2 (n-1)/n x algbw = 815 GB/s (measured 839-842 on 8 x GB300, corpus); Hopper keeps
+  // the 2.23 figure (the H100 test above).
+  CHECK(algbw * 14 / 8 == doctest::Approx(815.0).epsilon(0.001));
+  CHECK(nvls_arch_factor(nccl::Arch::hopper) == 1.0);
+}
+
+TEST_CASE("NVLSTree across 2 H100 nodes: 8 heads x perChMaxNVLSTreeBw 57.7 GB/s (NCCL 2.32)") {
+  const auto t = topo::make_topology("dgx-h100-16", "t");
+  const std::uint64_t S = 16ull << 30;
+  const auto op = op_of(OpKind::allreduce, 16, S);
+  const auto s = nccl_system(t, op);
+  CHECK(s.nvls_heads == 8);  // every GPU has its NIC; at most the node's 8 GPUs
+  NcclOptions o;
+  o.allowed = nccl_algo_mask("NVLSTree", "t");
+  const auto p = nccl_predict(t, op, o);
+  CHECK(p.name == "NVLSTree/Simple");
+  // Without the cap: 16 channels x min(20.6, 24.8) x 5/6 = 274.7 GB/s of algbw (busbw 515);
+  // with it: bus 8 x 57.7 = 461.6 GB/s, algbw = bus x n / (2 (n-1)) = 246.2 GB/s (measured
+  // busbw 466-469 at 8-16 GiB on 2 x 8 H100, corpus).
+  const double uncapped = 16 * 20.6 * 5.0 / 6.0;
+  const double capped = 8 * 57.7 * 16.0 / 30.0;
+  CHECK(capped < uncapped);
+  CHECK(p.choice.bw_GBps == doctest::Approx(capped));
+  // One NVLink domain: no heads, NVLSTree off.
+  CHECK(nccl_system(t, op_of(OpKind::allreduce, 8, S)).nvls_heads == 0);
+}
+
+TEST_CASE("NVLSTree channel crosses on one NIC: nvls_inter <= one NIC's rate") {
+  // Two NVLink domains of 32 GPUs, one 400 Gb/s NIC per GPU: the node's NIC sum / 16 channels
+  // (2 NICs' worth) exceeds what one channel's head NIC carries.
+  const auto t = topo::make_topology(
+      R"({"builder":"rail_optimized","nodes":2,"gpus_per_node":32,"nvlink_bw":"900GB/s","nvlink_lat":"0.25us",)"
+      R"("nic_bw":"400Gb/s","ib_lat":"1us","spines":32,"device_model":"gb200","nvls":true})",
+      "t");
+  const auto s = nccl_system(t, op_of(OpKind::allreduce, 64, 1 << 30));
+  const double one_nic = 50.0 * kIbEff;
+  CHECK(32 * one_nic / 16 > one_nic);
+  CHECK(s.nvls_inter_GBps == doctest::Approx(one_nic));
+  CHECK(s.nvls_heads == 16);
+}
+
+TEST_CASE("tree-channels at flow fidelity: NCCL's Tree per rail, 2 nodes NIC-bound at S/g per NIC") {
+  // 2 nodes x 8 GPUs, NVLink 4000 GB/s, one 50 GB/s NIC per GPU. Channel c (S/8) climbs its
+  // chain to local rank c, then crosses on rail c: on 2 nodes tree A's child sends its half up
+  // and receives it back, tree B the other way round, so each NIC carries S/(2g) twice per
+  // direction: S/g = 512 MiB at 50 GB/s = 10.7 ms for S = 4 GiB (the chains move 1.75 S per
+  // GPU over NVLink: 1.9 ms). The plain double binary tree crosses on one NIC.
+  const auto t = topo::make_topology(fast_nvlink_2x8(), "t");
+  const std::uint64_t S = 4ull << 30;
+  const auto op = op_of(OpKind::allreduce, 16, S);
+  FlowOptions fo;
+  const auto& tc = find_algorithm("tree-channels", OpKind::allreduce, "test");
+  REQUIRE_FALSE(tc.unsupported(t, op));
+  const double flow_s = evaluate_flow(t, op, tc.build(t, op, {}), fo).time_s;
+  const double nic_bound = static_cast<double>(S) / 8 / 50e9;
+  CHECK(flow_s >= nic_bound);
+  // Fill (16 stages of 256 pieces) and 271 route latencies of ~2.5 us: under 6 %.
+  CHECK(flow_s <= nic_bound * 1.06);
+  // The closed form (busiest link + fill + latencies) agrees with the flow run.
+  CHECK(tc.analytical(t, op, {}).time_s == doctest::Approx(flow_s).epsilon(0.04));
+  const auto& dbt = find_algorithm("double-binary-tree", OpKind::allreduce, "test");
+  CHECK(evaluate_flow(t, op, dbt.build(t, op, {}), fo).time_s >= 3 * flow_s);
+  // NCCL's Tree runs it at flow fidelity; one node falls back to the plain double binary tree.
+  NcclOptions o;
+  o.allowed = nccl_algo_mask("Tree", "test");
+  CHECK(nccl_auto(t, op, o)->pred.name == "Tree/Simple");
+  CHECK(nccl_auto(t, op, o)->schedule->name() == "tree-channels");
+  CHECK(nccl_auto(t, op_of(OpKind::allreduce, 8, S), o)->schedule->name() == "double-binary-tree");
+  CHECK(tc.unsupported(t, op_of(OpKind::allreduce, 8, S)).value() ==
+        "the group lies in one NVLink domain (one node): nothing to stripe over NICs (tree-channels)");
+}
+
+TEST_CASE("nvls-tree: NCCL's NVLSTree at flow fidelity delivers the data and agrees with its closed form") {
+  // Symbolic run: 3 nodes x 4 GPUs (a tree with an interior node), 2 x 2.
+  for (const char* spec : {"rail_optimized:nodes=3,gpus_per_node=4,nvlink_bw=450GB/s,nvlink_lat=1us,nic_bw=50GB/s,"
+                           "ib_lat=2us,nvls=1,device_model=h100",
+                           "rail_optimized:nodes=2,gpus_per_node=2,nvlink_bw=450GB/s,nvlink_lat=1us,nic_bw=50GB/s,"
+                           "ib_lat=2us,nvls=1,device_model=h100"}) {
+    const auto t = topo::make_topology(spec, "t");
+    const auto op = op_of(OpKind::allreduce, t.num_devices(), 1 << 20);
+    const auto& a = find_algorithm("nvls-tree", OpKind::allreduce, "test");
+    REQUIRE_FALSE(a.unsupported(t, op));
+    CAPTURE(spec);
+    CHECK(test::check_plan(op, a.data_plan(t, op), a.build(t, op, {})) == "");
+    // Tree-channels on the same cluster: its plan too.
+    const auto& tc = find_algorithm("tree-channels", OpKind::allreduce, "test");
+    CHECK(test::check_plan(op, tc.data_plan(t, op), tc.build(t, op, {})) == "");
+  }
+  // 2 nodes x 8 GPUs, NVLink 4000 GB/s with NVLS, one 50 GB/s NIC per GPU: every head's NIC
+  // carries S/g per direction (2 nodes), the NVLink ports S + S/g: NIC-bound, S/(8 x 50 GB/s).
+  const auto t = topo::make_topology(
+      R"({"builder":"rail_optimized","nodes":2,"gpus_per_node":8,"nvlink_bw":"4000GB/s","nvlink_lat":"0.25us",)"
+      R"("nic_bw":"400Gb/s","ib_lat":"1us","spines":8,"device_model":"h100","nvls":true})",
+      "t");
+  const std::uint64_t S = 4ull << 30;
+  const auto op = op_of(OpKind::allreduce, 16, S);
+  const auto& a = find_algorithm("nvls-tree", OpKind::allreduce, "test");
+  FlowOptions fo;
+  const double flow_s = evaluate_flow(t, op, a.build(t, op, {}), fo).time_s;
+  const double nic_bound = static_cast<double>(S) / 8 / 50e9;
+  CHECK(flow_s >= nic_bound);
+  CHECK(flow_s <= nic_bound * 1.06);  // fill (8 stages of 64 pieces) and latencies
+  CHECK(a.analytical(t, op, {}).time_s == doctest::Approx(flow_s).epsilon(0.04));
+  // NCCL's NVLSTree runs it; without a reducing switch it is unsupported (auto falls back).
+  NcclOptions o;
+  o.allowed = nccl_algo_mask("NVLSTree", "test");
+  CHECK(nccl_auto(t, op, o)->schedule->name() == "nvls-tree");
+  const auto plain = topo::make_topology(fast_nvlink_2x8(), "t");
+  CHECK(a.unsupported(plain, op).value() ==
+        "node 0 of the group has no switch with in_network_reduction linked to all its ranks");
+}
+
+TEST_CASE("link efficiency in the flow network: NCCL's Ring meets its analytical time at flow fidelity") {
+  // FlowOptions::link_efficiency runs the links at the rates NCCL's model counts on: NVLink x
+  // 20.6/25 on Hopper, IB x 4096/4122. NCCL's Ring/Simple and its flow schedule (ring-channels)
+  // then differ only by their latency terms: NCCL's 1.4 x (28 x 3.4 + 2 x 14 + 8.4) = 184 us,
+  // the flow's 30 steps of route latency (~2.5 us).
+  const std::uint64_t S = 4ull << 30;
+  NcclOptions o;
+  o.allowed = nccl_algo_mask("Ring", "test");
+  FlowOptions eff;
+  eff.link_efficiency = true;
+  // NIC-bound (fast NVLink): 8 NICs x 50 GB/s x IB efficiency.
+  const auto nic = topo::make_topology(fast_nvlink_2x8(), "t");
+  const auto op = op_of(OpKind::allreduce, 16, S);
+  const auto a = nccl_auto(nic, op, o);
+  REQUIRE(a->schedule->name() == "ring-channels");
+  const double line_s = evaluate_flow(nic, op, a->schedule->build(nic, op, {}), {}).time_s;
+  const double eff_s = evaluate_flow(nic, op, a->schedule->build(nic, op, {}), eff).time_s;
+  CHECK(eff_s / line_s == doctest::Approx(1 / kIbEff).epsilon(0.001));
+  CHECK(std::abs(eff_s - a->pred.time_s) < 184e-6);
+  // NVLink-bound (DGX H100 pair): 18 x 20.6 = 370.8 GB/s, flow and NCCL alike.
+  const auto dgx = topo::make_topology("dgx-h100-16", "t");
+  const auto d = nccl_auto(dgx, op, o);
+  const double d_s = evaluate_flow(dgx, op, d->schedule->build(dgx, op, {}), eff).time_s;
+  CHECK(std::abs(d_s - d->pred.time_s) < 184e-6);
+  // At line rate the same schedule is NIC-bound instead (8 x 50 = 400 GB/s < 450 GB/s NVLink).
+  const double dgx_line_s = evaluate_flow(dgx, op, d->schedule->build(dgx, op, {}), {}).time_s;
+  CHECK(dgx_line_s == doctest::Approx(30.0 / 16 * static_cast<double>(S) / 400e9).epsilon(0.01));
+  CHECK(dgx_line_s < d_s * 0.95);
+  CHECK(link_efficiency(dgx, dgx.link(dgx.out_links(dgx.device(0)).front())) == doctest::Approx(20.6 / 25));
 }

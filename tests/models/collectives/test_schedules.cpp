@@ -45,7 +45,7 @@ TEST_CASE("registry: names in order, each described, parameters documented") {
       CHECK_FALSE(p.doc.empty());
     }
   }
-  CHECK(names == std::vector<std::string>{"ring", "ring-bidir", "ring-channels", "torus", "hierarchical", "double-binary-tree",
+  CHECK(names == std::vector<std::string>{"ring", "ring-bidir", "ring-channels", "torus", "hierarchical", "double-binary-tree", "tree-channels", "nvls-tree",
                                           "rabenseifner", "direct", "in-network"});
   // Every op the issue asks for has an algorithm; broadcast and all-to-all at least ring/direct.
   CHECK(&find_algorithm("ring", OpKind::broadcast, "x") != nullptr);
@@ -55,7 +55,7 @@ TEST_CASE("registry: names in order, each described, parameters documented") {
 TEST_CASE("find_algorithm: unknown names and ops list the valid ones") {
   CHECK(error_of([] { find_algorithm("rign", OpKind::allreduce, "--algorithm"); }) ==
         "--algorithm: unknown algorithm 'rign' for allreduce; expected one of ring, ring-bidir, ring-channels, torus, "
-        "hierarchical, double-binary-tree, rabenseifner, direct, in-network");
+        "hierarchical, double-binary-tree, tree-channels, nvls-tree, rabenseifner, direct, in-network");
   CHECK(error_of([] { find_algorithm("torus", OpKind::broadcast, "--algorithm"); }) ==
         "--algorithm: algorithm 'torus' does not implement broadcast; expected one of ring, direct");
   CHECK(error_of([] { find_algorithm("ring", OpKind::alltoall, "--algorithm"); }) ==

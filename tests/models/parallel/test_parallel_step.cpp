@@ -4,10 +4,12 @@
 // the breakdown adding up to the step, folding equal to the unfolded run, and bad input.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
 #include "models/compute/device.hpp"
+#include "models/compute/transformer_cost.hpp"
 #include "models/optimizer/optimizer.hpp"
 #include "models/parallel/layer_compute.hpp"
 #include "models/step/parallel_graphs.hpp"
@@ -244,4 +246,75 @@ TEST_CASE("parallel step: bad input names the flag and the numbers") {
   c = config(m, MeshSizes{2, 2, 1, 1, 1}, 4);
   CHECK(error_of([&] { simulate_parallel_step(c, dev, sized); }) ==
         "--mesh: dp x tp x pp x cp x ep = 4 devices on a topology of 8; expected a mesh whose product is the device count");
+}
+
+TEST_CASE("tp communication overlap: exposed time per layer is the closed form of the pipelined and bulk overlaps") {
+  // With overlap (parallel_graphs.hpp), per layer and micro-batch, t = tp, C_ag / C_rs the
+  // collective times and G the GEMM times of parallel::layer_compute: forward
+  //   max(C_ag, (t-1)/t G_qkv) + G_qkv/t  and  G_out/t + max(C_rs, (t-1)/t G_out)  (and mlp up/down);
+  // backward max(C_ag, (t-1)/t G_dgrad) + G_dgrad/t (out, down) and max(C_rs, W) (qkv, up wgrad).
+  // The exposed tp time is each pair's excess over its GEMM: max(0, C - (t-1)/t G), max(0, C - W).
+  const auto m = toy(4);
+  const auto& dev = compute::find_device("h100", "test");
+  const std::uint64_t t = 4, mb = 2;
+  for (const double scale : {0.2, 1.0, 5.0}) {
+    auto c = config(m, MeshSizes{1, t, 1, 1, 1}, mb);
+    c.sequence_parallel = true;
+    c.output_layer = false;
+    const auto lc = parallel::layer_compute(m, dev, {1, 2048, t, 1, true, true, Recompute::none});
+    // Collective times proportional to the layer's GEMMs, so that each regime (hidden, partly
+    // exposed, fully exposed) is reached.
+    const double c_ag = scale * lc.qkv_fwd_s, c_rs = scale * 0.8 * lc.up_wgrad_s;
+    FunctionComm comm([&](coll::OpKind k, std::uint64_t, const std::vector<int>&) {
+      return k == coll::OpKind::allgather ? c_ag : k == coll::OpKind::reducescatter ? c_rs : 0.0;
+    });
+    const auto off = simulate_parallel_step(c, dev, comm);
+    c.tp_comm_overlap = true;
+    const auto on = simulate_parallel_step(c, dev, comm);
+    CAPTURE(scale);
+    const double f = static_cast<double>(t - 1) / static_cast<double>(t);
+    auto piped = [&](double cm, double g) { return std::max(0.0, cm - f * g); };
+    auto beside = [&](double cm, double w) { return std::max(0.0, cm - w); };
+    const double per_layer = piped(c_ag, lc.qkv_fwd_s) + piped(c_rs, lc.out_fwd_s) + piped(c_ag, lc.up_fwd_s) +
+                             piped(c_rs, lc.down_fwd_s) + piped(c_ag, lc.down_dgrad_s) + beside(c_rs, lc.up_wgrad_s) +
+                             piped(c_ag, lc.out_dgrad_s) + beside(c_rs, lc.qkv_wgrad_s);
+    const double n = static_cast<double>(m.layers * mb);
+    CHECK(on.slowest.tp_comm_s == doctest::Approx(n * per_layer).epsilon(1e-6));
+    // Without overlap every collective is exposed: 4 all-gathers and 4 reduce-scatters per layer.
+    CHECK(off.slowest.tp_comm_s == doctest::Approx(n * 4 * (c_ag + c_rs)).epsilon(1e-9));
+    // Same collectives, same compute; the step shrinks by what the overlap hides.
+    CHECK(on.slowest.tp_collectives == off.slowest.tp_collectives);
+    CHECK(on.slowest.forward_s + on.slowest.backward_s ==
+          doctest::Approx(off.slowest.forward_s + off.slowest.backward_s).epsilon(1e-9));
+    CHECK(on.step.step_time_s == doctest::Approx(off.step.step_time_s - (off.slowest.tp_comm_s - on.slowest.tp_comm_s)).epsilon(1e-9));
+    const auto& x = on.slowest;
+    CHECK(x.forward_s + x.backward_s + x.update_s + x.tp_comm_s + x.pp_bubble_s + x.dp_exposed_s ==
+          doctest::Approx(x.step_time_s).epsilon(1e-12));
+  }
+  // The GEMM parts are parts of the layer: less than the forward / backward they belong to.
+  const auto lc = parallel::layer_compute(m, dev, {1, 2048, t, 1, true, true, Recompute::none});
+  CHECK(lc.qkv_fwd_s + lc.out_fwd_s < lc.attention_fwd_s);
+  CHECK(lc.up_fwd_s + lc.down_fwd_s < lc.mlp_fwd_s);
+  CHECK(lc.out_dgrad_s + lc.qkv_wgrad_s < lc.attention_bwd_s);
+  CHECK(lc.down_dgrad_s + lc.up_wgrad_s < lc.mlp_bwd_s);
+}
+
+TEST_CASE("layer_compute is the per-op model: a dense layer's forward is compute::layer_time's") {
+  // tp = 1, cp = 1: the parts add up to models/compute's layer (fused QKV, no rotary kernels).
+  const auto m = toy(4);
+  const auto& dev = compute::find_device("h100", "test");
+  const auto lc = parallel::layer_compute(m, dev, {2, 2048, 1, 1, false, true, Recompute::none});
+  compute::LayerShape s;
+  s.hidden = m.hidden;
+  s.heads = s.kv_heads = m.heads;
+  s.ffn = m.ffn;
+  s.seq = 2048;
+  s.micro_batch = 2;
+  const auto lt = compute::layer_time(dev, s);
+  CHECK(lc.fwd_s() == doctest::Approx(lt.forward_s).epsilon(1e-12));
+  CHECK(lc.bwd_s() == doctest::Approx(lt.backward_s).epsilon(1e-12));
+  // tp not dividing the hidden size: named.
+  CHECK(error_of([&] { parallel::layer_compute(m, dev, {1, 2048, 3, 1, false, true, Recompute::none}); }) ==
+        "--mesh: tp=3 with hidden 1024 and FFN width 4096 of toy; expected a tp that divides the hidden size and the FFN "
+        "width (Megatron-LM splits both)");
 }
