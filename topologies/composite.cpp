@@ -133,6 +133,15 @@ Topology build_hierarchical(Params& p) {
   t.set_router(hr);
   t.devices_forward = intra->devices_forward || inter->devices_forward;
   t.device_model = intra->device_model;
+  // Per-rank kinds (issue 16): every copy of the intra topology carries its kinds; without
+  // them, the inter topology's (its rank j is rank j).
+  if (!intra->rank_devices.empty()) {
+    for (std::size_t i = 0; i < n; ++i) {
+      t.rank_devices.insert(t.rank_devices.end(), intra->rank_devices.begin(), intra->rank_devices.end());
+    }
+  } else {
+    t.rank_devices = inter->rank_devices;
+  }
   return t;
 }
 
@@ -178,10 +187,12 @@ Topology build_custom(Params& p) {
   Topology t;
   std::unordered_map<std::string, std::pair<NodeId, std::size_t>> ids;  // name -> (id, index in /nodes)
   std::vector<std::size_t> device_index;  // rank -> index in /nodes
+  std::vector<Topology::RankDevice> kinds;  // rank -> "device" (issue 16), "" where not given
+  bool any_kind = false;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const auto& o = nodes[i];
     const std::string w = fmt::format("{}/{}", nw, i);
-    check_keys(o, w, {"name", "kind", "group", "coords", "in_network_reduction"}, "node");
+    check_keys(o, w, {"name", "kind", "group", "coords", "in_network_reduction", "device"}, "node");
     const auto name = need_string(o, w, "name", "a node name").get<std::string>();
     if (auto it = ids.find(name); it != ids.end()) {
       throw ConfigError(w + "/name", fmt::format("duplicate node '{}'", name),
@@ -216,11 +227,26 @@ Topology build_custom(Params& p) {
       if (!r.is_boolean()) throw ConfigError(w + "/in_network_reduction", r.dump(), "true or false");
       n.in_network_reduction = r.get<bool>();
     }
+    // A device's own kind (mixed generations); resolved against the device presets by the
+    // step (models/step/variation.hpp), which names this location for an unknown one.
+    std::string device;
+    if (o.contains("device")) {
+      if (kind != "device") {
+        throw ConfigError(w + "/device", fmt::format("a device kind on switch '{}'", name), "\"device\" on device nodes only");
+      }
+      device = need_string(o, w, "device", "a device name (shardsim list devices)").get<std::string>();
+      if (device.empty()) throw ConfigError(w + "/device", "an empty name", "a device name (shardsim list devices)");
+      any_kind = true;
+    }
     const NodeId id = kind == "device" ? t.add_device(std::move(n)) : t.add_switch(std::move(n));
     ids.emplace(name, std::make_pair(id, i));
-    if (kind == "device") device_index.push_back(i);
+    if (kind == "device") {
+      device_index.push_back(i);
+      kinds.push_back({std::move(device), w + "/device"});
+    }
   }
   t.device_groups = groups_of_devices(t, device_index, nw);
+  if (any_kind) t.rank_devices = std::move(kinds);
   for (std::size_t i = 0; i < links.size(); ++i) {
     const auto& o = links[i];
     const std::string w = fmt::format("{}/{}", lw, i);
@@ -320,7 +346,7 @@ void register_composite_builders(std::vector<BuilderInfo>& r) {
     b.name = "custom";
     b.description = "explicit nodes and links (JSON only); shortest-path routing by hop count, ties to the lowest link id";
     b.params = {
-        {"nodes", ParamType::json, "", std::nullopt, "[{\"name\", \"kind\": \"device\"|\"switch\", \"group\"?, \"coords\"?, \"in_network_reduction\"?}]; devices are ranks in order"},
+        {"nodes", ParamType::json, "", std::nullopt, "[{\"name\", \"kind\": \"device\"|\"switch\", \"group\"?, \"coords\"?, \"in_network_reduction\"?, \"device\"? (a device preset, e.g. a100; default: device_model)}]; devices are ranks in order"},
         {"links", ParamType::json, "", std::nullopt, "[{\"src\", \"dst\", \"bw\", \"lat\", \"class\" (ethernet), \"duplex\" (true)}]"},
         {"devices_forward", ParamType::boolean, "", "0", "devices relay traffic for others (direct-connect networks); 0: only switches forward"},
     };

@@ -151,6 +151,19 @@ class Topology {
   /// Device model the topology implies ("tpu-v3", "h100", ...; presets set it, JSON may set
   /// it with "device_model"); empty when unknown.
   std::string device_model;
+  /// Per-rank device kinds (issue 16: mixed generations in one topology; a custom node's
+  /// "device"), in rank order: each rank's model ("" = device_model) and the input location it
+  /// came from ("topo.json: /nodes/9/device"), which names it in errors. Empty when uniform.
+  /// Names are not checked here (the device presets live in models/compute): the step resolves
+  /// them (step::topology_rank_devices) and reports an unknown one at that location.
+  struct RankDevice {
+    std::string model, where;
+  };
+  std::vector<RankDevice> rank_devices;
+  /// Device model of rank r: its own kind, else device_model.
+  [[nodiscard]] const std::string& device_model_of(std::size_t rank) const {
+    return rank < rank_devices.size() && !rank_devices[rank].model.empty() ? rank_devices[rank].model : device_model;
+  }
 
   /// Name (preset name or builder spec) and the effective configuration it came from.
   std::string name;

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "analysis/cli/command.hpp"
+#include "models/compute/device.hpp"
 #include "sim/error.hpp"
 #include "sim/units.hpp"
 #include "topologies/describe.hpp"
@@ -29,8 +30,28 @@ std::string join_rates(const std::vector<double>& v) {
   return s;
 }
 
+// Per-rank device kinds (issue 16) as runs of consecutive ranks, "h100 (ranks 0-7), a100
+// (ranks 8-15)"; each kind is checked against the device presets first (an unknown one names
+// its "/nodes/i/device"), as the step resolves it.
+std::string rank_device_runs(const topo::Topology& t) {
+  for (const auto& k : t.rank_devices) {
+    if (!k.model.empty()) static_cast<void>(compute::device_for_model(k.model, k.where));
+  }
+  std::string out;
+  for (std::size_t a = 0; a < t.num_devices();) {
+    std::size_t b = a;
+    while (b + 1 < t.num_devices() && t.device_model_of(b + 1) == t.device_model_of(a)) ++b;
+    const std::string& m = t.device_model_of(a);
+    out += fmt::format("{}{} (rank{} {})", out.empty() ? "" : ", ", m.empty() ? "unnamed" : m, a == b ? "" : "s",
+                       a == b ? std::to_string(a) : fmt::format("{}-{}", a, b));
+    a = b + 1;
+  }
+  return out;
+}
+
 void run_topo_show(const TopoShowOptions& o) {
   const topo::Topology t = topo::make_topology(o.topology, "topo show");
+  const std::string kinds = t.rank_devices.empty() ? "" : rank_device_runs(t);
   const topo::TopologySummary s = topo::describe(t);
   if (!o.dot_file.empty()) {
     std::ofstream out(o.dot_file);
@@ -38,13 +59,19 @@ void run_topo_show(const TopoShowOptions& o) {
     out << topo::to_dot(t);
   }
   if (o.json) {
-    fmt::print("{}\n", topo::to_json(s, t).dump(2));
+    auto j = topo::to_json(s, t);
+    if (!t.rank_devices.empty()) {
+      auto& per_rank = j["rank_devices"] = nlohmann::json::array();
+      for (std::size_t r = 0; r < t.num_devices(); ++r) per_rank.push_back(t.device_model_of(r));
+    }
+    fmt::print("{}\n", j.dump(2));
     return;
   }
   fmt::print("topology:       {}\n", s.name);
   fmt::print("description:    {}\n", s.description);
   fmt::print("builder:        {} (router: {})\n", s.builder, t.router().name());
   if (!s.device_model.empty()) fmt::print("device model:   {}\n", s.device_model);
+  if (!kinds.empty()) fmt::print("rank devices:   {}\n", kinds);
   fmt::print("devices:        {}\n", s.devices);
   fmt::print("switches:       {}\n", s.switches);
   fmt::print("directed links: {}\n", s.directed_links);

@@ -125,13 +125,37 @@ StepReport StepRunner::run(const StepOptions& o, bool record_timeline) {
   }
   const topo::Topology& topo = *topo_it->second;
   const bool named_device = o.device && !o.device->empty();
-  if (!named_device && topo.device_model.empty()) {
+  // The base device: --device, else the topology's device_model, else (a topology whose
+  // nodes all name their kind, issue 16) the kind of its first rank that names one. Per-rank
+  // kinds are relative to it (step::device_factors).
+  const topo::Topology::RankDevice* first_kind = nullptr;
+  for (const auto& k : topo.rank_devices) {
+    if (!k.model.empty()) {
+      first_kind = &k;
+      break;
+    }
+  }
+  if (!named_device && topo.device_model.empty() && !first_kind) {
     throw ConfigError("--device", fmt::format("missing, and topology '{}' names no device", topo.name),
                       "a device (see shardsim list devices)");
   }
-  const auto& dev = named_device ? compute::find_device(*o.device, "--device")
-                                 : compute::device_for_model(topo.device_model, "--topology");
+  const auto& dev = named_device              ? compute::find_device(*o.device, "--device")
+                    : !topo.device_model.empty() ? compute::device_for_model(topo.device_model, "--topology")
+                                                 : compute::device_for_model(first_kind->model, first_kind->where);
   if (o.mesh) {  // a transformer on a device mesh (step_parallel.hpp)
+    // The mesh step runs every rank on the base device: heterogeneous ranks are an error there,
+    // not silently dropped.
+    constexpr const char* kNoMesh = "a step without --mesh (heterogeneous ranks are a data-parallel step's)";
+    if (o.rank_devices) throw ConfigError("--rank-devices", fmt::format("'{}' with --mesh", *o.rank_devices), kNoMesh);
+    if (o.batch_split) throw ConfigError("--batch-split", fmt::format("'{}' with --mesh", *o.batch_split), kNoMesh);
+    const auto devs = step::topology_rank_devices(topo, topo.num_devices(), dev);
+    for (std::size_t k = 0; k < devs.size(); ++k) {
+      if (devs[k] != &dev) {
+        throw ConfigError(topo.rank_devices[k].where,
+                          fmt::format("device '{}' on rank {} with --mesh, whose ranks all run {}", devs[k]->name, k, dev.name),
+                          "one device kind in a mesh step (heterogeneous ranks: a step without --mesh)");
+      }
+    }
     auto& slot = cache_->comms[{&topo, fidelity, o.algorithm, 2}];
     if (!slot) slot = std::make_unique<step::TopologyComm>(topo, fidelity, o.algorithm, coll::CostParams{}, 2);
     const std::size_t before = slot->evaluations();
@@ -228,10 +252,14 @@ StepReport StepRunner::run(const StepOptions& o, bool record_timeline) {
   variation.seed = o.seed.value_or(1);
   const std::uint64_t samples = o.samples.value_or(1);
   // Heterogeneous ranks (issue 16): each rank's compute from its own device, optionally with
-  // the batch split in proportion to device speed (compute linear in its samples).
+  // the batch split in proportion to device speed (compute linear in its samples). One vector
+  // of devices: the topology's per-rank kinds (a custom node's "device"), then --rank-devices
+  // over it (the flag wins for the ranks it names).
   std::vector<double> device_scale;
-  if (o.rank_devices && !o.rank_devices->empty()) {
-    const auto devs = step::parse_rank_devices(*o.rank_devices, c.dp, dev, "--rank-devices");
+  const bool flag_devices = o.rank_devices && !o.rank_devices->empty();
+  if (flag_devices || !topo.rank_devices.empty()) {
+    auto devs = step::topology_rank_devices(topo, c.dp, dev);
+    if (flag_devices) step::apply_rank_devices(*o.rank_devices, devs, "--rank-devices");
     device_scale = step::device_factors(w, c.precision == opt::Precision::mixed, devs, dev);
   }
   const std::string split = o.batch_split.value_or("even");

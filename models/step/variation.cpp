@@ -219,6 +219,24 @@ void ComputeVariation::factors(std::uint64_t step, std::uint64_t ranks, std::vec
 std::vector<const compute::Device*> parse_rank_devices(const std::string& spec, std::uint64_t ranks,
                                                        const compute::Device& base, const std::string& where) {
   std::vector<const compute::Device*> out(ranks, &base);
+  apply_rank_devices(spec, out, where);
+  return out;
+}
+
+std::vector<const compute::Device*> topology_rank_devices(const topo::Topology& t, std::uint64_t ranks,
+                                                          const compute::Device& base) {
+  std::vector<const compute::Device*> out(ranks, &base);
+  for (std::size_t r = 0; r < t.rank_devices.size(); ++r) {
+    const auto& k = t.rank_devices[r];
+    if (k.model.empty()) continue;
+    const compute::Device& d = compute::device_for_model(k.model, k.where);
+    if (r < out.size()) out[r] = &d;
+  }
+  return out;
+}
+
+void apply_rank_devices(const std::string& spec, std::vector<const compute::Device*>& out, const std::string& where) {
+  const std::uint64_t ranks = out.size();
   std::string_view rest = spec;
   while (!rest.empty()) {
     const auto comma = rest.find(',');
@@ -243,7 +261,6 @@ std::vector<const compute::Device*> parse_rank_devices(const std::string& spec, 
     const auto& d = compute::find_device(std::string(item.substr(colon + 1)), where);
     for (std::uint64_t r = a; r <= b; ++r) out[r] = &d;
   }
-  return out;
 }
 
 std::vector<double> device_factors(const Workload& w, bool mixed_precision, const std::vector<const compute::Device*>& devs,

@@ -35,6 +35,7 @@
 #include "models/step/executor.hpp"
 #include "models/step/step.hpp"
 #include "models/step/task_graph.hpp"
+#include "topologies/topology.hpp"
 
 namespace shardsim::step {
 
@@ -99,6 +100,17 @@ struct ComputeVariation {
 /// Throws ConfigError naming `where` for a bad item, an unknown device, a rank >= ranks.
 std::vector<const compute::Device*> parse_rank_devices(const std::string& spec, std::uint64_t ranks,
                                                        const compute::Device& base, const std::string& where);
+/// The same items applied over `devs` (one entry per rank): the ranks they name take their
+/// device, the others keep theirs. parse_rank_devices is this over `ranks` copies of `base`.
+void apply_rank_devices(const std::string& spec, std::vector<const compute::Device*>& devs, const std::string& where);
+/// The devices a topology gives its ranks 0..ranks-1 (Topology::rank_devices: a custom node's
+/// "device"), each resolved as a topology's device_model is (compute::device_for_model, so
+/// "a100" is the a100-80gb part); a rank without a kind of its own gets `base`. Every kind of
+/// the topology is checked, also beyond `ranks`: an unknown one throws ConfigError naming its
+/// location ("topo.json: /nodes/9/device") and listing the device presets. The step overlays
+/// --rank-devices on this vector (apply_rank_devices): the flag wins for the ranks it names.
+std::vector<const compute::Device*> topology_rank_devices(const topo::Topology& t, std::uint64_t ranks,
+                                                          const compute::Device& base);
 /// Compute factor of each rank: the roofline time of the workload's ops (forward and
 /// backward, models/compute/device.hpp) on its device over that on `base`. First order: one
 /// ratio per rank for all its compute (the optimizer update included).

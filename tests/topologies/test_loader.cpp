@@ -172,6 +172,43 @@ TEST_CASE("custom graph errors") {
         "every other (duplex, or a directed cycle)");
 }
 
+TEST_CASE("custom graph: a device node may name its own kind (issue 16), kept per rank") {
+  auto j = custom_8();
+  CHECK(topology_from_json(j, "topo.json").rank_devices.empty());  // uniform: no per-rank vector
+  // A switch first: node index and rank differ, and the location names the node.
+  nlohmann::json k = {{"builder", "custom"},
+                      {"device_model", "h100"},
+                      {"nodes", {{{"name", "sw"}, {"kind", "switch"}}, {{"name", "g0"}}, {{"name", "g1"}, {"device", "a100"}}}},
+                      {"links", {{{"src", "g0"}, {"dst", "sw"}, {"bw", "10GB/s"}, {"lat", "1us"}},
+                                 {{"src", "g1"}, {"dst", "sw"}, {"bw", "10GB/s"}, {"lat", "1us"}}}}};
+  const Topology t = topology_from_json(k, "topo.json");
+  REQUIRE(t.rank_devices.size() == 2);
+  CHECK(t.rank_devices[0].model.empty());
+  CHECK(t.rank_devices[1].model == "a100");
+  CHECK(t.rank_devices[1].where == "topo.json: /nodes/2/device");
+  CHECK(t.device_model_of(0) == "h100");
+  CHECK(t.device_model_of(1) == "a100");
+  // Hierarchical copies carry the intra topology's kinds, copy after copy.
+  const nlohmann::json h = {{"builder", "hierarchical"}, {"nodes", 3}, {"intra", k}, {"inter", "switch:n=6,bw=1GB/s,lat=1us"}};
+  const Topology ht = topology_from_json(h, "topo.json");
+  REQUIRE(ht.rank_devices.size() == 6);
+  CHECK(ht.device_model_of(4) == "h100");
+  CHECK(ht.device_model_of(5) == "a100");
+  CHECK(ht.rank_devices[5].where == "topo.json: /intra/nodes/2/device");
+  // Errors name the node's key.
+  k["nodes"][0]["device"] = "h100";
+  CHECK(json_error_of(k) == "topo.json: /nodes/0/device: a device kind on switch 'sw'; expected \"device\" on device nodes only");
+  k["nodes"][0].erase("device");
+  k["nodes"][1]["device"] = 3;
+  CHECK(json_error_of(k) == "topo.json: /nodes/1/device: 3 is not a string; expected a device name (shardsim list devices)");
+  k["nodes"][1]["device"] = "";
+  CHECK(json_error_of(k) == "topo.json: /nodes/1/device: an empty name; expected a device name (shardsim list devices)");
+  k["nodes"][1].erase("device");
+  k["nodes"][1]["devices"] = "h100";
+  CHECK(json_error_of(k) == "topo.json: /nodes/1/devices: unknown key 'devices' in a node; expected one of name, kind, group, "
+                            "coords, in_network_reduction, device");
+}
+
 TEST_CASE("the builder table drives the schema") {
   CHECK(builder_names() == kBuilders);
   for (const auto& b : builders()) {

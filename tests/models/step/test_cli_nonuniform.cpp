@@ -162,3 +162,86 @@ TEST_CASE("plot data: step-time quantiles appended per size, goodput against the
   }
   CHECK(points == 23);  // 60 s x sqrt(2)^k up to 2 days: k = 0..22
 }
+
+TEST_CASE("a topology's device kinds give the step --rank-devices gives for the same mapping") {
+  // The example of mixed generations, and the same graph without its per-node kinds.
+  const std::string example = std::string(SHARDSIM_SOURCE_DIR) + "/examples/topologies/mixed-h100-a100.json";
+  const std::string plain = std::string(SHARDSIM_BINARY_DIR) + "/test_cli_nonuniform_plain.json";
+  nlohmann::json j;
+  {
+    std::ifstream in(example);
+    REQUIRE(in);
+    j = nlohmann::json::parse(in);
+  }
+  // The mapping, read from the file: device nodes are ranks in order; runs of one kind.
+  std::string spec;
+  std::size_t rank = 0, run_start = 0;
+  std::string run_kind;
+  auto close_run = [&] {
+    if (rank > run_start) spec += (spec.empty() ? "" : ",") + std::to_string(run_start) + "-" + std::to_string(rank - 1) + ":" + run_kind;
+  };
+  for (auto& n : j.at("nodes")) {
+    if (n.value("kind", "device") != "device") continue;
+    const std::string k = n.at("device").get<std::string>();
+    if (k != run_kind) {
+      close_run();
+      run_start = rank;
+      run_kind = k;
+    }
+    ++rank;
+    n.erase("device");
+  }
+  close_run();
+  CHECK(spec == "0-7:h100,8-15:a100-80gb");
+  {
+    std::ofstream out(plain);
+    out << j.dump(1);
+  }
+  const std::string s = "step --model gpt3-125m -b 8 --seq 1024 --json --topology ";
+  for (const std::string split : {"", " --batch-split speed"}) {
+    CAPTURE(split);
+    const auto kinds = run_shardsim(s + example + split);
+    const auto flag = run_shardsim(s + plain + " --rank-devices " + spec + split);
+    REQUIRE(kinds.status == 0);
+    REQUIRE(flag.status == 0);
+    const auto jk = nlohmann::json::parse(kinds.out), jf = nlohmann::json::parse(flag.out);
+    CHECK(jk.at("step_time_s").get<double>() == jf.at("step_time_s").get<double>());
+    CHECK(jk.at("forward_s").get<double>() == jf.at("forward_s").get<double>());
+    CHECK(jk.value("rank_batches", nlohmann::json()) == jf.value("rank_batches", nlohmann::json()));
+    CHECK(jk.at("ranks_simulated") == 16);
+  }
+  // The A100 ranks set the step: sixteen A100s give the same time, sixteen H100s less.
+  const auto mixed = nlohmann::json::parse(run_shardsim(s + example).out);
+  const auto all_a100 = nlohmann::json::parse(run_shardsim(s + plain + " --rank-devices 0-15:a100-80gb").out);
+  const auto all_h100 = nlohmann::json::parse(run_shardsim(s + plain).out);
+  CHECK(mixed.at("step_time_s").get<double>() == doctest::Approx(all_a100.at("step_time_s").get<double>()).epsilon(1e-12));
+  CHECK(mixed.at("step_time_s").get<double>() > all_h100.at("step_time_s").get<double>());
+  // --rank-devices over the topology's kinds: the flag wins for the ranks it names.
+  const auto over = nlohmann::json::parse(run_shardsim(s + example + " --rank-devices 8-15:h100").out);
+  CHECK(over.at("step_time_s").get<double>() == all_h100.at("step_time_s").get<double>());
+  // topo show prints the kinds; a mesh step refuses them.
+  const auto show = run_shardsim("topo show " + example);
+  REQUIRE(show.status == 0);
+  CHECK(show.out.find("rank devices:   h100 (ranks 0-7), a100-80gb (ranks 8-15)\n") != std::string::npos);
+  const auto mesh = run_shardsim("step --model gpt3-125m --mesh dp=16 --topology " + example);
+  CHECK(mesh.status == 2);
+  CHECK(mesh.out.find(example + ": /nodes/8/device: device 'a100-80gb' on rank 8 with --mesh, whose ranks all run h100") !=
+        std::string::npos);
+}
+
+TEST_CASE("an unknown device kind in a topology exits 2 naming /nodes/i/device and the valid names") {
+  const std::string path = std::string(SHARDSIM_BINARY_DIR) + "/test_cli_nonuniform_bad.json";
+  {
+    std::ofstream out(path);
+    out << R"({"builder": "custom", "device_model": "h100", "nodes": [{"name": "sw", "kind": "switch"}, {"name": "g0"},)"
+        << R"( {"name": "g1", "device": "a200"}], "links": [{"src": "g0", "dst": "sw", "bw": "1GB/s", "lat": "1us"},)"
+        << R"( {"src": "g1", "dst": "sw", "bw": "1GB/s", "lat": "1us"}]})";
+  }
+  for (const std::string cmd : {"step --model gpt3-125m -b 1 --seq 128 --topology ", "topo show "}) {
+    CAPTURE(cmd);
+    const auto r = run_shardsim(cmd + path);
+    CHECK(r.status == 2);
+    CHECK(r.out.find(path + ": /nodes/2/device: unknown device 'a200'; expected one of ") != std::string::npos);
+    CHECK(r.out.find("a100-80gb") != std::string::npos);
+  }
+}

@@ -17,6 +17,7 @@
 #include "tests/models/step/star8.hpp"
 #include "tests/models/step/toy_device.hpp"
 #include "tests/models/step/units_workload.hpp"
+#include "topologies/load.hpp"
 #include "topologies/topology.hpp"
 
 using namespace shardsim;
@@ -287,4 +288,104 @@ TEST_CASE("heterogeneous ranks: a device at half the speed is a factor 2, and a 
   CHECK(devs2[7]->name == "a100-80gb");
   CHECK_THROWS_WITH_AS(step::parse_rank_devices("6-9:h100", 8, base, "--rank-devices"),
                        "--rank-devices: ranks '6-9' in '6-9:h100'; expected a or a-b within 0..7", ConfigError);
+}
+
+namespace {
+
+// The example of mixed generations (examples/topologies): 8 H100 (ranks 0-7) and 8 A100 80GB
+// (ranks 8-15), each node on its NVSwitch, all on one InfiniBand switch.
+topo::Topology mixed16() {
+  return topo::make_topology(std::string(SHARDSIM_SOURCE_DIR) + "/examples/topologies/mixed-h100-a100.json", "test");
+}
+
+// Compute-bound ops of one size (1 TFLOP, no HBM bytes): every op has the same A100/H100 ratio,
+// so the first-order factor of the whole rank (device_factors) is that of each op. Two units
+// of 1,000 parameters, one 2 kB bucket each: the all-reduces take microseconds.
+constexpr double kOpFlops = 1e12;
+step::Workload uniform_ops() {
+  step::Workload w = workload();
+  for (auto& o : w.ops) {
+    o.flops = kOpFlops;
+    o.bytes = 0;
+  }
+  return w;
+}
+
+// Roofline of one compute-bound bf16 op (device.hpp; DESIGN 5): F / (peak x eff) + launch.
+double op_s(const compute::Device& d) {
+  return kOpFlops / (d.peak_flops.at(compute::MathType::bf16) * d.flops_eff) + d.launch_s;
+}
+
+}  // namespace
+
+TEST_CASE("topology device kinds: 8 H100 + 8 A100, the A100 ranks set the synchronous step") {
+  const auto t = mixed16();
+  const auto& h100 = compute::find_device("h100", "test");
+  const auto& a100 = compute::find_device("a100-80gb", "test");
+  const auto devs = step::topology_rank_devices(t, 16, h100);
+  REQUIRE(devs.size() == 16);
+  for (std::size_t r = 0; r < 16; ++r) CHECK(devs[r] == (r < 8 ? &h100 : &a100));
+  // One mechanism: the same vector as --rank-devices gives on the uniform topology.
+  CHECK(devs == step::parse_rank_devices("8-15:a100-80gb", 16, h100, "--rank-devices"));
+  // --rank-devices over it: the flag wins for the ranks it names, the others keep theirs.
+  auto over = devs;
+  step::apply_rank_devices("0:a100-80gb,15:h100", over, "--rank-devices");
+  CHECK(over[0] == &a100);
+  CHECK(over[1] == &h100);
+  CHECK(over[14] == &a100);
+  CHECK(over[15] == &h100);
+
+  // The factor by hand from the datasheet peaks (989.5 vs 312 TFLOP/s bf16 dense, both at
+  // flops_eff 0.7, 4 us launch each; models/compute/device.cpp): about 3.17.
+  const double f = op_s(a100) / op_s(h100);
+  CHECK(f == doctest::Approx((1e12 / (312e12 * 0.7) + 4e-6) / (1e12 / (989.5e12 * 0.7) + 4e-6)).epsilon(1e-12));
+  const auto w = uniform_ops();
+  const auto factors = step::device_factors(w, true, devs, h100);
+  CHECK(factors[0] == 1.0);
+  CHECK(factors[8] == doctest::Approx(f).epsilon(1e-12));
+
+  step::TopologyComm comm(t, step::Fidelity::analytical, "ring");
+  auto c = config();
+  c.dp = 16;
+  // Without the SMs a collective in flight takes from compute (Device::comm_units, issue 15),
+  // so that the closed forms below are the device factors' alone (the unit-0 backward overlaps
+  // the unit-1 all-reduce, a few microseconds that contention would stretch).
+  auto base = h100;
+  base.comm_units = 0;
+  const auto uniform = step::simulate_step(w, base, c, comm);
+  CHECK(uniform.forward_s == doctest::Approx(2 * op_s(h100)).epsilon(1e-9));
+  c.compute_scale = factors;
+  const auto mixed = step::simulate_step(w, base, c, comm);
+  // The headline figures are the slowest rank's: an A100's compute, by hand.
+  CHECK(mixed.forward_s == doctest::Approx(2 * op_s(a100)).epsilon(1e-9));
+  CHECK(mixed.backward_s == doctest::Approx(2 * op_s(a100)).epsilon(1e-9));
+  CHECK(mixed.update_s == doctest::Approx(f * uniform.update_s).epsilon(1e-9));
+  // Every collective waits for the A100 ranks and their update runs last: the step grows by
+  // their extra forward, backward and update, (f - 1) x (F + B + U) of the H100 step (the
+  // gradient all-reduces, microseconds, are the same after their backward).
+  const double extra = (f - 1) * (uniform.forward_s + uniform.backward_s + uniform.update_s);
+  CHECK(mixed.step_time_s - uniform.step_time_s == doctest::Approx(extra).epsilon(1e-9));
+  // The H100 ranks compute at their own speed, then wait.
+  CHECK(mixed.ranks_simulated == 16);
+  CHECK(mixed.per_rank[0].backward_s == doctest::Approx(2 * op_s(h100)).epsilon(1e-9));
+  CHECK(mixed.per_rank[0].exposed_comm_s > (f - 1) * uniform.backward_s);
+  // All sixteen ranks on A100s give the same step: the faster half changes nothing.
+  c.compute_scale.assign(16, factors[8]);
+  CHECK(step::simulate_step(w, base, c, comm).step_time_s == doctest::Approx(mixed.step_time_s).epsilon(1e-12));
+}
+
+TEST_CASE("topology device kinds: an unknown kind names its node and lists the devices") {
+  const std::string j =
+      R"({"builder": "custom", "device_model": "h100", "nodes": [{"name": "sw", "kind": "switch"}, {"name": "g0"},)"
+      R"( {"name": "g1", "device": "a200"}], "links": [{"src": "g0", "dst": "sw", "bw": "1GB/s", "lat": "1us"},)"
+      R"( {"src": "g1", "dst": "sw", "bw": "1GB/s", "lat": "1us"}]})";
+  const auto t = topo::make_topology(j, "t.json");
+  const auto& h100 = compute::find_device("h100", "test");
+  const std::string expected = "t.json: /nodes/2/device: unknown device 'a200'; expected " + one_of(compute::device_registry().names());
+  CHECK_THROWS_WITH_AS(step::topology_rank_devices(t, 2, h100), expected.c_str(), ConfigError);
+  // Checked beyond the step's ranks too: a bad file is a bad file.
+  CHECK_THROWS_WITH_AS(step::topology_rank_devices(t, 1, h100), expected.c_str(), ConfigError);
+  // The family name resolves as a topology's device_model does (DGX A100: the 80 GB part).
+  const auto ok = topo::make_topology(j.substr(0, j.find("a200")) + "a100" + j.substr(j.find("a200") + 4), "t.json");
+  CHECK(step::topology_rank_devices(ok, 2, h100)[1]->name == "a100-80gb");
 }
