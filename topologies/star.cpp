@@ -6,7 +6,12 @@
 namespace shardsim::topo {
 namespace {
 
-const std::vector<std::string> kClasses{"ici", "nvlink", "pcie", "ib", "ethernet", "loopback"};
+// A function, not a vector at namespace scope: the builder table may be built during another
+// translation unit's static initialisation, before such a vector would exist.
+const std::vector<std::string>& link_classes() {
+  static const std::vector<std::string> v{"ici", "nvlink", "pcie", "ib", "ethernet", "loopback"};
+  return v;
+}
 
 // Devices are nodes 0..n-1. A device-to-device route is up[src], then `middle` (the shared
 // medium of a bus) when there is one, then down[dst]: O(1). Other endpoints (switches) fall
@@ -79,7 +84,7 @@ void register_star_builders(std::vector<BuilderInfo>& r) {
         {"n", ParamType::integer, "devices", std::nullopt, "number of devices"},
         {"bw", ParamType::rate, "B/s", std::nullopt, "bandwidth of each device link, per direction"},
         {"lat", ParamType::time, "s", std::nullopt, "latency of each device<->switch link (a route has two)"},
-        {"class", ParamType::choice, "", "ethernet", "link class", kClasses},
+        {"class", ParamType::choice, "", "ethernet", "link class", link_classes()},
     };
     b.build = [](Params& p) {
       const long n = p.integer("n");
@@ -98,7 +103,7 @@ void register_star_builders(std::vector<BuilderInfo>& r) {
         {"n", ParamType::integer, "devices", std::nullopt, "number of devices"},
         {"bw", ParamType::rate, "B/s", std::nullopt, "capacity of the shared medium (all flows together)"},
         {"lat", ParamType::time, "s", std::nullopt, "latency of the medium (the whole route)"},
-        {"class", ParamType::choice, "", "ethernet", "link class", kClasses},
+        {"class", ParamType::choice, "", "ethernet", "link class", link_classes()},
     };
     b.build = [](Params& p) {
       const long n = p.integer("n");

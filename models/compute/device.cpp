@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <span>
 #include <stdexcept>
 
 #include "sim/error.hpp"
@@ -114,13 +115,18 @@ Device gpu(std::string name, std::string desc, double fp32, double tf32, double 
 //    Attention-2", arXiv 2307.08691, abstract and sec. 4.1: forward near the top of the range
 //    for head dimension 128, backward near the bottom) and 35 % on H100 (Shah et al. 2024,
 //    "FlashAttention-3", arXiv 2407.08608, sec. 1).
-const std::vector<GemmTile> kCudaTiles{{256, 128}, {128, 256}, {128, 128}};
-const std::vector<GemmTile> kMxuTiles{{128, 128}};
+// Constant-initialised (no constructor runs): make_presets() may run during another
+// translation unit's static initialisation (a registration that reads the device registry),
+// before a std::vector at namespace scope here would have been built. With vectors, the CLI
+// (which has such registrations) got presets with no tiles and predicted faster GEMMs than a
+// program without them (issue 13: plan steps 2-8 % apart for the same request).
+constexpr GemmTile kCudaTiles[] = {{256, 128}, {128, 256}, {128, 128}};
+constexpr GemmTile kMxuTiles[] = {{128, 128}};
 
-void per_op(Device& d, std::uint32_t units, const std::vector<GemmTile>& tiles, double gemm_eff, double afwd,
+void per_op(Device& d, std::uint32_t units, std::span<const GemmTile> tiles, double gemm_eff, double afwd,
             double abwd, std::string src) {
   d.compute_units = units;
-  d.gemm_tiles = tiles;
+  d.gemm_tiles.assign(tiles.begin(), tiles.end());
   d.gemm_eff = gemm_eff;
   d.attn_fwd_eff = afwd;
   d.attn_bwd_eff = abwd;
