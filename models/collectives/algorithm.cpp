@@ -296,6 +296,10 @@ std::uint32_t pipeline_chunks(const CollectiveOp& op, const CostParams& p) {
   return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(c, 1, 64));
 }
 
+ParamInfo pipeline_chunks_param() {
+  return {"chunks", "int", "", "0", "pipelining pieces (0: ceil(S / 1 MiB), at most 64)"};
+}
+
 bool is_power_of_two(std::size_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
 }  // namespace detail

@@ -127,6 +127,8 @@ std::string fbw(double Bps);
 /// (NCCL pipelines in chunks of this order: NCCL_BUFFSIZE 4 MiB split into NCCL_STEPS = 8
 /// slots; 1 MiB keeps per-chunk alpha small next to the chunk's transfer time).
 std::uint32_t pipeline_chunks(const CollectiveOp& op, const CostParams& p);
+/// The `chunks` parameter of an algorithm that pipelines by pipeline_chunks (`shardsim list`).
+ParamInfo pipeline_chunks_param();
 
 /// n > 0 and a power of two.
 bool is_power_of_two(std::size_t n);

@@ -40,7 +40,7 @@ class InNetwork final : public Algorithm {
   }
   [[nodiscard]] std::vector<OpKind> ops() const override { return {OpKind::allreduce}; }
   [[nodiscard]] std::vector<ParamInfo> params() const override {
-    return {{"chunks", "int", "", "0", "pipelining pieces (0: ceil(S / 1 MiB), at most 64)"}};
+    return {pipeline_chunks_param()};
   }
   [[nodiscard]] std::optional<std::string> unsupported(const topo::Topology& t,
                                                        const CollectiveOp& op) const override {

@@ -82,23 +82,24 @@ TEST_CASE("the shardsim executable plans what the library plans (TPU and GPU pre
     double tokens;
     std::uint64_t batch;
     const char* hardware;
-    const char* flags;
+    bool narrow;  // zero1 and micro-batch 1 only (quick)
   };
-  for (const Case& c : {Case{"gpt3-13b", 300e9, 1024, "tpu-v3-1024", ""},
-                        Case{"gpt3-1.3b", 1e9, 64, "dgx-h100-64", " --strategies zero1 --micro-batches 1"}}) {
+  for (const Case& c : {Case{"gpt3-13b", 300e9, 1024, "tpu-v3-1024", false},
+                        Case{"gpt3-1.3b", 1e9, 64, "dgx-h100-64", true}}) {
     MeshPlanRequest r;
     r.plan.model = c.model;
     r.plan.tokens = c.tokens;
     r.plan.global_batch = c.batch;
     r.plan.hardware = {c.hardware};
-    if (*c.flags != '\0') {
+    if (c.narrow) {
       r.plan.strategies = {"zero1"};
       r.micro_batches = {1};
     }
     const auto p = make_mesh_plan(r);
     const auto& best = best_of(p);
     const auto cli = shardsim::testing::run_shardsim(fmt::format("plan --model {} --tokens {} --global-batch {} --hardware {}{} --json",
-                                                                 c.model, c.tokens, c.batch, c.hardware, c.flags));
+                                                                 c.model, c.tokens, c.batch, c.hardware,
+                                                                 c.narrow ? " --strategies zero1 --micro-batches 1" : ""));
     INFO(c.hardware << ": " << cli.out.substr(0, 400));
     REQUIRE(cli.status == 0);
     const auto j = nlohmann::json::parse(cli.out);
@@ -137,12 +138,9 @@ TEST_CASE("Llama-3.1 405B (config.json) on dgx-h100-1024: tp inside a node, pp a
 
 TEST_CASE("Llama-3.1 405B on Meta's 16K-H100 RoCE cluster: tp inside the node, pp across nodes") {
   // Llama 3 paper (arXiv 2407.21783) Table 4: 16,384 H100, seq 8192, 16M tokens per batch:
-  // TP 8, CP 1, PP 16, DP 128. `shardsim plan` with these flags picks dp=8,tp=8,pp=32,cp=8
-  // (4.805 s); this test binary picks dp=16,tp=4,pp=32,cp=8 (5.066 s). Every step this binary
-  // simulates is 2-8 % slower than the same step in the shardsim binary (also GPT-3 13B on
-  // tpu-v3-1024: 2.152 s here, 2.076 s there), which points at state that differs between the
-  // two binaries (suspected: self-registering collective algorithms not linked into the test),
-  // not at the planner; so only what both satisfy is checked.
+  // TP 8, CP 1, PP 16, DP 128. The planner picks dp=16,tp=4,pp=32,cp=8 (5.066 s; the CLI
+  // once picked tp=8 because it ran its GEMMs without tiles, a static-initialisation bug now
+  // covered by the executable-vs-library case above). Checked: tp inside the node, deep pp.
   MeshPlanRequest r;
   r.plan.model = kModels + "llama-3-405b/config.json";
   r.plan.seq = 8192;

@@ -28,6 +28,11 @@ CollectiveOp op_of(OpKind k, std::size_t n, std::uint64_t bytes) {
 
 constexpr double kIbEff = 4096.0 / (4096.0 + 26.0);
 
+// Time of `a`'s schedule for `op` on `t` at flow fidelity, default options.
+double flow_time(const topo::Topology& t, const CollectiveOp& op, const Algorithm& a) {
+  return evaluate_flow(t, op, a.build(t, op, {}), FlowOptions{}).time_s;
+}
+
 // Two 8-GPU nodes with NVLink far faster than the NICs, so the ring is NIC-bound.
 std::string fast_nvlink_2x8() {
   return R"({"builder":"rail_optimized","nodes":2,"gpus_per_node":8,"nvlink_bw":"4000GB/s","nvlink_lat":"0.25us",)"
@@ -176,11 +181,10 @@ TEST_CASE("ring-channels at flow fidelity: one ring per rail, every NIC busy, NC
   const auto t = topo::make_topology(fast_nvlink_2x8(), "t");
   const std::uint64_t S = 4ull << 30;
   const auto op = op_of(OpKind::allreduce, 16, S);
-  FlowOptions fo;
   const auto& rc = find_algorithm("ring-channels", OpKind::allreduce, "test");
   REQUIRE_FALSE(rc.unsupported(t, op));
-  const double channels_s = evaluate_flow(t, op, rc.build(t, op, {}), fo).time_s;
-  const double ring_s = evaluate_flow(t, op, find_algorithm("ring", OpKind::allreduce, "test").build(t, op, {}), fo).time_s;
+  const double channels_s = flow_time(t, op, rc);
+  const double ring_s = flow_time(t, op, find_algorithm("ring", OpKind::allreduce, "test"));
   const double n = 16, nic = 50e9;
   const double bw_term = 2 * (n - 1) / n * static_cast<double>(S) / (8 * nic);
   // Latency: 30 steps of a few microseconds (< 0.5 % of 20 ms).
@@ -269,10 +273,9 @@ TEST_CASE("tree-channels at flow fidelity: NCCL's Tree per rail, 2 nodes NIC-bou
   const auto t = topo::make_topology(fast_nvlink_2x8(), "t");
   const std::uint64_t S = 4ull << 30;
   const auto op = op_of(OpKind::allreduce, 16, S);
-  FlowOptions fo;
   const auto& tc = find_algorithm("tree-channels", OpKind::allreduce, "test");
   REQUIRE_FALSE(tc.unsupported(t, op));
-  const double flow_s = evaluate_flow(t, op, tc.build(t, op, {}), fo).time_s;
+  const double flow_s = flow_time(t, op, tc);
   const double nic_bound = static_cast<double>(S) / 8 / 50e9;
   CHECK(flow_s >= nic_bound);
   // Fill (16 stages of 256 pieces) and 271 route latencies of ~2.5 us: under 6 %.
@@ -280,7 +283,7 @@ TEST_CASE("tree-channels at flow fidelity: NCCL's Tree per rail, 2 nodes NIC-bou
   // The closed form (busiest link + fill + latencies) agrees with the flow run.
   CHECK(tc.analytical(t, op, {}).time_s == doctest::Approx(flow_s).epsilon(0.04));
   const auto& dbt = find_algorithm("double-binary-tree", OpKind::allreduce, "test");
-  CHECK(evaluate_flow(t, op, dbt.build(t, op, {}), fo).time_s >= 3 * flow_s);
+  CHECK(flow_time(t, op, dbt) >= 3 * flow_s);
   // NCCL's Tree runs it at flow fidelity; one node falls back to the plain double binary tree.
   NcclOptions o;
   o.allowed = nccl_algo_mask("Tree", "test");
@@ -316,8 +319,7 @@ TEST_CASE("nvls-tree: NCCL's NVLSTree at flow fidelity delivers the data and agr
   const std::uint64_t S = 4ull << 30;
   const auto op = op_of(OpKind::allreduce, 16, S);
   const auto& a = find_algorithm("nvls-tree", OpKind::allreduce, "test");
-  FlowOptions fo;
-  const double flow_s = evaluate_flow(t, op, a.build(t, op, {}), fo).time_s;
+  const double flow_s = flow_time(t, op, a);
   const double nic_bound = static_cast<double>(S) / 8 / 50e9;
   CHECK(flow_s >= nic_bound);
   CHECK(flow_s <= nic_bound * 1.06);  // fill (8 stages of 64 pieces) and latencies
