@@ -94,6 +94,8 @@ Topology build_hierarchical(Params& p) {
   hr->nodes = n;
   hr->local_rank.assign(intra->num_nodes(), -1);
   for (std::size_t r = 0; r < dn; ++r) hr->local_rank[intra->device(r)] = static_cast<int>(r);
+  std::vector<std::vector<int>> groups;
+  std::vector<int> ring_order;
   for (std::size_t i = 0; i < n; ++i) {
     const auto base = static_cast<NodeId>(t.num_nodes());
     for (const Node& src : intra->nodes()) {
@@ -104,15 +106,15 @@ Topology build_hierarchical(Params& p) {
       else t.add_switch(std::move(copy));
     }
     for (const Link& l : intra->links()) t.add_link(base + l.src, base + l.dst, l.bandwidth_Bps, l.latency_s, l.cls);
-    std::vector<int> ring = intra->ring_order;
+    std::vector<int> ring = intra->ring_order();
     if (ring.empty()) {
       ring.resize(dn);
       for (std::size_t r = 0; r < dn; ++r) ring[r] = static_cast<int>(r);
     }
     std::vector<int> group;
     for (std::size_t r = 0; r < dn; ++r) group.push_back(static_cast<int>(i * dn + r));
-    t.device_groups.push_back(std::move(group));
-    for (int r : ring) t.ring_order.push_back(static_cast<int>(i * dn) + r);
+    groups.push_back(std::move(group));
+    for (int r : ring) ring_order.push_back(static_cast<int>(i * dn) + r);
   }
   // Inter devices are the devices just added (inter rank j = global rank j); its switches
   // are new nodes.
@@ -131,16 +133,20 @@ Topology build_hierarchical(Params& p) {
   hr->inter_link_base = static_cast<LinkId>(t.num_links());
   for (const Link& l : inter->links()) t.add_link(map[l.src], map[l.dst], l.bandwidth_Bps, l.latency_s, l.cls);
   t.set_router(hr);
-  t.devices_forward = intra->devices_forward || inter->devices_forward;
-  t.device_model = intra->device_model;
+  t.set_device_groups(std::move(groups));
+  t.set_ring_order(std::move(ring_order));
+  t.set_devices_forward(intra->devices_forward() || inter->devices_forward());
+  t.set_device_model(intra->device_model());
   // Per-rank kinds (issue 16): every copy of the intra topology carries its kinds; without
   // them, the inter topology's (its rank j is rank j).
-  if (!intra->rank_devices.empty()) {
+  if (!intra->rank_devices().empty()) {
+    std::vector<Topology::RankDevice> kinds;
     for (std::size_t i = 0; i < n; ++i) {
-      t.rank_devices.insert(t.rank_devices.end(), intra->rank_devices.begin(), intra->rank_devices.end());
+      kinds.insert(kinds.end(), intra->rank_devices().begin(), intra->rank_devices().end());
     }
+    t.set_rank_devices(std::move(kinds));
   } else {
-    t.rank_devices = inter->rank_devices;
+    t.set_rank_devices(inter->rank_devices());
   }
   return t;
 }
@@ -245,8 +251,8 @@ Topology build_custom(Params& p) {
       kinds.push_back({std::move(device), w + "/device"});
     }
   }
-  t.device_groups = groups_of_devices(t, device_index, nw);
-  if (any_kind) t.rank_devices = std::move(kinds);
+  t.set_device_groups(groups_of_devices(t, device_index, nw));
+  if (any_kind) t.set_rank_devices(std::move(kinds));
   for (std::size_t i = 0; i < links.size(); ++i) {
     const auto& o = links[i];
     const std::string w = fmt::format("{}/{}", lw, i);
@@ -277,9 +283,9 @@ Topology build_custom(Params& p) {
     if (duplex) t.add_duplex(end[0], end[1], bw, lat, cls);
     else t.add_link(end[0], end[1], bw, lat, cls);
   }
-  t.devices_forward = p.boolean("devices_forward");
+  t.set_devices_forward(p.boolean("devices_forward"));
   t.validate(lw);
-  if (!t.devices_forward) {
+  if (!t.devices_forward()) {
     // Routes may only pass through switches: every device must reach every other that way.
     if (t.num_devices() > kMaxCheckedDevices) return t;
     for (NodeId a : t.devices()) {

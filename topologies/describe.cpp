@@ -15,14 +15,14 @@ constexpr std::size_t kMaxBfsDevices = 4096;
 constexpr std::size_t kOutlineListMax = 16;  // config_outline: longer lists are summarised
 
 std::string cfg_builder(const Topology& t) {
-  return t.config.contains("builder") && t.config.at("builder").is_string() ? t.config.at("builder").get<std::string>() : "";
+  return t.config().contains("builder") && t.config().at("builder").is_string() ? t.config().at("builder").get<std::string>() : "";
 }
 
 double cfg_rate(const Topology& t, const char* key) {
-  return units::parse_rate_Bps(t.config.at(key).get<std::string>(), key);
+  return units::parse_rate_Bps(t.config().at(key).get<std::string>(), key);
 }
 
-long cfg_int(const Topology& t, const char* key) { return t.config.at(key).get<long>(); }
+long cfg_int(const Topology& t, const char* key) { return t.config().at(key).get<long>(); }
 
 struct Bisection {
   double bps;
@@ -35,10 +35,10 @@ std::optional<Bisection> closed_form_bisection(const Topology& t) {
   if (b == "torus" && t.num_links() > 0) {
     const double bw = t.link(0).bandwidth_Bps;
     std::optional<double> best;
-    for (std::size_t d = 0; d < t.torus_dims.size(); ++d) {
-      const long k = t.torus_dims[d];
+    for (std::size_t d = 0; d < t.torus_dims().size(); ++d) {
+      const long k = t.torus_dims()[d];
       if (k < 2 || k % 2 != 0) continue;
-      const double v = static_cast<double>(n / k) * (t.torus_wrap[d] ? 2.0 : 1.0) * bw;
+      const double v = static_cast<double>(n / k) * (t.torus_wrap()[d] ? 2.0 : 1.0) * bw;
       if (!best || v < *best) best = v;
     }
     if (best) return Bisection{*best, "closed form: min over even dimensions d of (N/k_d) x (2 if wrapped else 1) x link bw"};
@@ -88,7 +88,7 @@ double max_flow_Bps(const Topology& t, const std::vector<NodeId>& from, const st
   std::size_t next = 0;
   for (NodeId v = 0; v < n; ++v) {
     in[v] = next++;
-    out[v] = (t.node(v).kind == NodeKind::device && !t.devices_forward) ? next++ : in[v];
+    out[v] = (t.node(v).kind == NodeKind::device && !t.devices_forward()) ? next++ : in[v];
   }
   const std::size_t s = next++, sink = next++;
   G g(next);
@@ -119,10 +119,10 @@ double rank_halves_max_flow_Bps(const Topology& t) {
 
 TopologySummary describe(const Topology& t) {
   TopologySummary s;
-  s.name = t.name;
-  s.description = t.description;
+  s.name = t.name();
+  s.description = t.description();
   s.builder = cfg_builder(t);
-  s.device_model = t.device_model;
+  s.device_model = t.device_model();
   s.devices = t.num_devices();
   s.switches = t.num_nodes() - t.num_devices();
   s.directed_links = t.num_links();
@@ -149,10 +149,10 @@ TopologySummary describe(const Topology& t) {
       s.bisection_method = "max-flow between the two halves of the rank order";
     }
   }
-  if (!t.torus_dims.empty()) {
+  if (!t.torus_dims().empty()) {
     int hops = 0;
-    for (std::size_t d = 0; d < t.torus_dims.size(); ++d) {
-      hops += t.torus_wrap[d] ? t.torus_dims[d] / 2 : t.torus_dims[d] - 1;
+    for (std::size_t d = 0; d < t.torus_dims().size(); ++d) {
+      hops += t.torus_wrap()[d] ? t.torus_dims()[d] / 2 : t.torus_dims()[d] - 1;
     }
     s.diameter_hops = hops;
     s.diameter_method = "closed form: sum over d of (floor(k_d/2) if wrapped else k_d - 1)";
@@ -171,7 +171,7 @@ TopologySummary describe(const Topology& t) {
 }
 
 std::string to_dot(const Topology& t) {
-  std::string out = fmt::format("digraph \"{}\" {{\n", t.name);
+  std::string out = fmt::format("digraph \"{}\" {{\n", t.name());
   for (NodeId v = 0; v < t.num_nodes(); ++v) {
     const Node& n = t.node(v);
     out += fmt::format("  n{} [label=\"{}\", shape={}];\n", v, n.name, n.kind == NodeKind::device ? "box" : "ellipse");
@@ -230,11 +230,11 @@ nlohmann::json to_json(const TopologySummary& s, const Topology& t) {
   j["bisection_method"] = s.bisection_method;
   j["diameter_hops"] = s.diameter_hops ? nlohmann::json(*s.diameter_hops) : nlohmann::json(nullptr);
   j["diameter_method"] = s.diameter_method;
-  j["torus_dims"] = t.torus_dims;
-  j["torus_wrap"] = t.torus_wrap;
-  j["device_groups"] = t.device_groups.size();
+  j["torus_dims"] = t.torus_dims();
+  j["torus_wrap"] = t.torus_wrap();
+  j["device_groups"] = t.device_groups().size();
   j["router"] = t.router().name();
-  j["config"] = t.config;
+  j["config"] = t.config();
   return j;
 }
 

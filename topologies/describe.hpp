@@ -51,7 +51,7 @@ TopologySummary describe(const Topology& t);
 
 /// Maximum flow (bytes/s) from the devices in `from` to the devices in `to`, each device an
 /// unlimited source or sink; flow passes through other devices only when
-/// t.devices_forward. Boost.Graph push_relabel_max_flow, O(V^3).
+/// t.devices_forward(). Boost.Graph push_relabel_max_flow, O(V^3).
 double max_flow_Bps(const Topology& t, const std::vector<NodeId>& from, const std::vector<NodeId>& to);
 
 /// max_flow_Bps from the first half of the ranks (floor(n/2)) to the rest.

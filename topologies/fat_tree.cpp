@@ -227,12 +227,14 @@ void register_fat_tree_builders(std::vector<BuilderInfo>& r) {
         }
       }
       t.set_router(rr);
-      t.devices_forward = pxn;
+      t.set_devices_forward(pxn);
+      std::vector<std::vector<int>> groups;
       for (long n = 0; n < nodes; ++n) {
         std::vector<int> grp;
         for (long k = 0; k < g; ++k) grp.push_back(static_cast<int>(n * g + k));
-        t.device_groups.push_back(std::move(grp));
+        groups.push_back(std::move(grp));
       }
+      t.set_device_groups(std::move(groups));
       return t;
     };
     r.push_back(std::move(b));

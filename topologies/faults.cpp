@@ -209,8 +209,8 @@ Topology apply_faults(const Topology& t, const FaultSet& f) {
     }
   }
   out.set_router(std::make_shared<FaultRouter>(t.shared_router(), f, std::move(down)));
-  out.name = fmt::format("{} with faults {}", t.name, f.spec);
-  out.config["faults"] = f.spec;
+  out.set_name(fmt::format("{} with faults {}", t.name(), f.spec));
+  out.set_config_entry("faults", f.spec);
   return out;
 }
 

@@ -163,8 +163,8 @@ std::optional<Topology> make_preset(const std::string& name) {
     }
     (*obj)["device_model"] = p.device_model;
     Topology t = build_from_object(*obj, ParamContext{p.file, ""}, name);
-    t.description = desc;
-    t.config["preset"] = name;
+    t.set_description(desc);
+    t.set_config_entry("preset", name);
     return t;
   }
   return std::nullopt;

@@ -233,7 +233,7 @@ Topology Params::topology(const std::string& key) {
     throw ConfigError(where(key), fmt::format("{} is not a topology", show(v)),
                       "a builder object {\"builder\": ...}, a preset name or an inline spec");
   }
-  effective_[key] = t.config;
+  effective_[key] = t.config();
   return t;
 }
 
@@ -296,13 +296,13 @@ Topology build_from_object(const nlohmann::json& obj, const ParamContext& ctx, c
   }
   Params p(*b, obj, ctx);
   Topology t = b->build(p);
-  t.config = p.effective();
-  t.name = obj.contains("name") ? obj.at("name").get<std::string>() : default_name;
-  if (obj.contains("description")) t.description = obj.at("description").get<std::string>();
-  if (t.description.empty()) t.description = b->description;
-  if (obj.contains("device_model")) t.device_model = obj.at("device_model").get<std::string>();
+  t.set_config(p.effective());
+  t.set_name(obj.contains("name") ? obj.at("name").get<std::string>() : default_name);
+  if (obj.contains("description")) t.set_description(obj.at("description").get<std::string>());
+  if (t.description().empty()) t.set_description(b->description);
+  if (obj.contains("device_model")) t.set_device_model(obj.at("device_model").get<std::string>());
   for (const char* k : {"name", "description", "device_model"}) {
-    if (obj.contains(k)) t.config[k] = obj.at(k);
+    if (obj.contains(k)) t.set_config_entry(k, obj.at(k));
   }
   t.validate(fmt::format("{}{}", ctx.source, ctx.pointer.empty() ? "" : ": " + ctx.pointer));
   return t;

@@ -78,7 +78,7 @@ void breadth_first(const Topology& t, NodeId src, const std::vector<char>* skip,
     q.pop_front();
     // Switches forward; devices relay traffic for others only where the topology says
     // they do (Topology::devices_forward).
-    if (u != src && t.node(u).kind == NodeKind::device && !t.devices_forward) continue;
+    if (u != src && t.node(u).kind == NodeKind::device && !t.devices_forward()) continue;
     for (LinkId l : t.out_links(u)) {
       if (skip != nullptr && (*skip)[l] != 0) continue;
       const NodeId v = t.link(l).dst;
@@ -232,6 +232,66 @@ double Topology::injection_Bps(NodeId device) const {
   double sum = 0;
   for (LinkId l : out_.at(device)) sum += links_[l].bandwidth_Bps;
   return sum;
+}
+
+void Topology::set_torus(std::vector<int> dims, std::vector<bool> wrap) {
+  const std::string where = name_.empty() ? std::string("topology") : name_;
+  if (dims.size() != wrap.size())
+    throw ConfigError(where, fmt::format("{} torus dimensions with {} wraparound flags", dims.size(), wrap.size()),
+                      "one wraparound flag per dimension");
+  std::size_t product = 1;
+  for (int d : dims) {
+    if (d < 1) throw ConfigError(where, fmt::format("torus dimension {}", d), "every dimension >= 1");
+    product *= static_cast<std::size_t>(d);
+  }
+  if (!dims.empty() && product != devices_.size())
+    throw ConfigError(where, fmt::format("torus dimensions of product {} over {} devices", product, devices_.size()),
+                      "dimensions that multiply to the device count");
+  torus_dims_ = std::move(dims);
+  torus_wrap_ = std::move(wrap);
+}
+
+void Topology::set_device_groups(std::vector<std::vector<int>> groups) {
+  const std::string where = name_.empty() ? std::string("topology") : name_;
+  std::vector<char> used(devices_.size(), 0);
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].empty())
+      throw ConfigError(where, fmt::format("device group {} is empty", g), "at least one rank per group");
+    for (int r : groups[g]) {
+      if (r < 0 || static_cast<std::size_t>(r) >= devices_.size())
+        throw ConfigError(where, fmt::format("device group {} names rank {}", g, r),
+                          fmt::format("ranks 0..{}", devices_.size() - 1));
+      if (used[static_cast<std::size_t>(r)])
+        throw ConfigError(where, fmt::format("rank {} in two device groups", r), "each rank in at most one group");
+      used[static_cast<std::size_t>(r)] = 1;
+    }
+  }
+  device_groups_ = std::move(groups);
+}
+
+void Topology::set_ring_order(std::vector<int> order) {
+  const std::string where = name_.empty() ? std::string("topology") : name_;
+  if (!order.empty()) {
+    std::vector<char> seen(devices_.size(), 0);
+    if (order.size() != devices_.size())
+      throw ConfigError(where, fmt::format("a ring order of {} ranks over {} devices", order.size(), devices_.size()),
+                        "a permutation of every rank");
+    for (int r : order) {
+      if (r < 0 || static_cast<std::size_t>(r) >= devices_.size() || seen[static_cast<std::size_t>(r)])
+        throw ConfigError(where, fmt::format("ring order entry {} (out of range or repeated)", r),
+                          "a permutation of every rank");
+      seen[static_cast<std::size_t>(r)] = 1;
+    }
+  }
+  ring_order_ = std::move(order);
+}
+
+void Topology::set_rank_devices(std::vector<RankDevice> kinds) {
+  if (!kinds.empty() && kinds.size() != devices_.size())
+    throw ConfigError(name_.empty() ? std::string("topology") : name_,
+                      fmt::format("{} per-rank device kinds over {} devices", kinds.size(), devices_.size()),
+                      "one per device, or none");
+  rank_devices_ = std::move(kinds);
 }
 
 void Topology::validate(const std::string& where) const {

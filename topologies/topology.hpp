@@ -132,25 +132,39 @@ class Topology {
   /// Total bandwidth a device can inject into the network (sum of its outgoing links).
   [[nodiscard]] double injection_Bps(NodeId device) const;
 
-  // ---- structure hints for collective algorithms (set by builders) ----
+  // ---- structure (set by builders, read by collectives and the step) ----
+  // Kept behind accessors (issue 12): each setter checks what it is given against the graph
+  // (ranks in range, a permutation, dimensions that multiply to the device count), so a
+  // builder cannot leave a hint that names a rank the topology does not have.
+
   /// Torus dimensions when the devices form a torus (rank = row-major index of coords,
   /// last dimension fastest); empty otherwise.
-  std::vector<int> torus_dims;
-  std::vector<bool> torus_wrap;  ///< wraparound per dimension
+  [[nodiscard]] const std::vector<int>& torus_dims() const { return torus_dims_; }
+  /// Wraparound per torus dimension (same length as torus_dims()).
+  [[nodiscard]] const std::vector<bool>& torus_wrap() const { return torus_wrap_; }
+  /// Sets both. Throws ConfigError unless the sizes agree, every dimension is >= 1 and their
+  /// product is num_devices().
+  void set_torus(std::vector<int> dims, std::vector<bool> wrap);
   /// Groups of ranks that share a fast domain (e.g. the 8 GPUs of a DGX node), in rank
   /// order; empty when flat. Hierarchical algorithms use it.
-  std::vector<std::vector<int>> device_groups;
+  [[nodiscard]] const std::vector<std::vector<int>>& device_groups() const { return device_groups_; }
+  /// Throws ConfigError for an empty group, a rank out of range or in two groups.
+  void set_device_groups(std::vector<std::vector<int>> groups);
   /// A ring order over all ranks that keeps neighbours close (torus: boustrophedon snake);
   /// empty means identity.
-  std::vector<int> ring_order;
+  [[nodiscard]] const std::vector<int>& ring_order() const { return ring_order_; }
+  /// Throws ConfigError unless `order` is empty or a permutation of 0..num_devices()-1.
+  void set_ring_order(std::vector<int> order);
   /// True when devices forward traffic for others (torus chips route ICI traffic; PXN GPUs
   /// relay over NVLink to the NIC of another rail). Max-flow bisection (describe.hpp) lets
   /// flow pass through devices only when this is set.
-  bool devices_forward = false;
+  [[nodiscard]] bool devices_forward() const { return devices_forward_; }
+  void set_devices_forward(bool on) { devices_forward_ = on; }
 
   /// Device model the topology implies ("tpu-v3", "h100", ...; presets set it, JSON may set
   /// it with "device_model"); empty when unknown.
-  std::string device_model;
+  [[nodiscard]] const std::string& device_model() const { return device_model_; }
+  void set_device_model(std::string model) { device_model_ = std::move(model); }
   /// Per-rank device kinds (issue 16: mixed generations in one topology; a custom node's
   /// "device"), in rank order: each rank's model ("" = device_model) and the input location it
   /// came from ("topo.json: /nodes/9/device"), which names it in errors. Empty when uniform.
@@ -159,22 +173,43 @@ class Topology {
   struct RankDevice {
     std::string model, where;
   };
-  std::vector<RankDevice> rank_devices;
-  /// Device model of rank r: its own kind, else device_model.
+  [[nodiscard]] const std::vector<RankDevice>& rank_devices() const { return rank_devices_; }
+  /// Throws ConfigError unless `kinds` is empty or has one entry per device.
+  void set_rank_devices(std::vector<RankDevice> kinds);
+  /// Device model of rank r: its own kind, else device_model().
   [[nodiscard]] const std::string& device_model_of(std::size_t rank) const {
-    return rank < rank_devices.size() && !rank_devices[rank].model.empty() ? rank_devices[rank].model : device_model;
+    return rank < rank_devices_.size() && !rank_devices_[rank].model.empty() ? rank_devices_[rank].model
+                                                                              : device_model_;
   }
 
-  /// Name (preset name or builder spec) and the effective configuration it came from.
-  std::string name;
-  std::string description;
-  nlohmann::json config;
+  // ---- provenance ----
+  /// Name (preset name or builder spec), a one-line description, and the effective
+  /// configuration it came from (what `topo show --json` prints).
+  [[nodiscard]] const std::string& name() const { return name_; }
+  [[nodiscard]] const std::string& description() const { return description_; }
+  [[nodiscard]] const nlohmann::json& config() const { return config_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+  void set_description(std::string description) { description_ = std::move(description); }
+  void set_config(nlohmann::json config) { config_ = std::move(config); }
+  /// Sets one key of the configuration object (a preset's name, the faults applied).
+  void set_config_entry(const std::string& key, nlohmann::json value) { config_[key] = std::move(value); }
 
   /// Throws ConfigError if the graph is disconnected between devices (names two nodes that
   /// cannot reach each other), has no device, or a link with bad parameters.
   void validate(const std::string& where) const;
 
  private:
+  std::vector<int> torus_dims_;
+  std::vector<bool> torus_wrap_;
+  std::vector<std::vector<int>> device_groups_;
+  std::vector<int> ring_order_;
+  bool devices_forward_ = false;
+  std::string device_model_;
+  std::vector<RankDevice> rank_devices_;
+  std::string name_;
+  std::string description_;
+  nlohmann::json config_;
+
   std::vector<Node> nodes_;
   std::vector<Link> links_;
   std::vector<NodeId> devices_;

@@ -219,10 +219,9 @@ void register_torus(std::vector<BuilderInfo>& r) {
       }
     }
     t.set_router(std::make_shared<TorusRouter>(dims, wrap, std::move(plus), std::move(minus)));
-    t.torus_dims = dims;
-    t.torus_wrap = wrap;
-    t.ring_order = torus_ring_order(dims, wrap);
-    t.devices_forward = true;
+    t.set_ring_order(torus_ring_order(dims, wrap));
+    t.set_torus(dims, wrap);
+    t.set_devices_forward(true);
     return t;
   };
   r.push_back(std::move(b));

@@ -128,8 +128,8 @@ json run_model_memory(const json& flags) {
   const parallel::Mesh mesh = spec.mesh("--mesh");
 
   std::string device_name = flag_str(flags, "device", "");
-  if (device_name.empty() && topo && !topo->device_model.empty()) {
-    device_name = topo->device_model == "a100" ? "a100-80gb" : topo->device_model;  // DGX A100: 80GB parts
+  if (device_name.empty() && topo && !topo->device_model().empty()) {
+    device_name = topo->device_model() == "a100" ? "a100-80gb" : topo->device_model();  // DGX A100: 80GB parts
   }
   const compute::Device* dev = device_name.empty() ? nullptr : &compute::find_device(device_name, "--device");
 
@@ -199,7 +199,7 @@ json run_model_memory(const json& flags) {
     for (const auto& st : r.stages) stages.push_back(stage_json(st));
     j["stages"] = stages;
     if (topo) {
-      j["hardware"] = topo->name;
+      j["hardware"] = topo->name();
       j["placement"] = placement;
       j["placement_issues"] = issues;
     }

@@ -34,7 +34,7 @@ std::string join_rates(const std::vector<double>& v) {
 // (ranks 8-15)"; each kind is checked against the device presets first (an unknown one names
 // its "/nodes/i/device"), as the step resolves it.
 std::string rank_device_runs(const topo::Topology& t) {
-  for (const auto& k : t.rank_devices) {
+  for (const auto& k : t.rank_devices()) {
     if (!k.model.empty()) static_cast<void>(compute::device_for_model(k.model, k.where));
   }
   std::string out;
@@ -51,7 +51,7 @@ std::string rank_device_runs(const topo::Topology& t) {
 
 void run_topo_show(const TopoShowOptions& o) {
   const topo::Topology t = topo::make_topology(o.topology, "topo show");
-  const std::string kinds = t.rank_devices.empty() ? "" : rank_device_runs(t);
+  const std::string kinds = t.rank_devices().empty() ? "" : rank_device_runs(t);
   const topo::TopologySummary s = topo::describe(t);
   if (!o.dot_file.empty()) {
     std::ofstream out(o.dot_file);
@@ -60,7 +60,7 @@ void run_topo_show(const TopoShowOptions& o) {
   }
   if (o.json) {
     auto j = topo::to_json(s, t);
-    if (!t.rank_devices.empty()) {
+    if (!t.rank_devices().empty()) {
       auto& per_rank = j["rank_devices"] = nlohmann::json::array();
       for (std::size_t r = 0; r < t.num_devices(); ++r) per_rank.push_back(t.device_model_of(r));
     }
@@ -89,20 +89,20 @@ void run_topo_show(const TopoShowOptions& o) {
   } else {
     fmt::print("diameter:       {}\n", s.diameter_method);
   }
-  if (!t.torus_dims.empty()) {
+  if (!t.torus_dims().empty()) {
     std::string dims, wrap;
-    for (std::size_t d = 0; d < t.torus_dims.size(); ++d) {
-      dims += (d ? "x" : "") + std::to_string(t.torus_dims[d]);
-      wrap += (d ? "x" : "") + std::string(t.torus_wrap[d] ? "1" : "0");
+    for (std::size_t d = 0; d < t.torus_dims().size(); ++d) {
+      dims += (d ? "x" : "") + std::to_string(t.torus_dims()[d]);
+      wrap += (d ? "x" : "") + std::string(t.torus_wrap()[d] ? "1" : "0");
     }
     fmt::print("torus:          {} (wrap {})\n", dims, wrap);
   }
-  if (!t.device_groups.empty()) {
-    fmt::print("device groups:  {} of {}\n", t.device_groups.size(), t.device_groups.front().size());
+  if (!t.device_groups().empty()) {
+    fmt::print("device groups:  {} of {}\n", t.device_groups().size(), t.device_groups().front().size());
   }
   // A custom graph's node and link lists are summarised here (issue 17); --json has them.
   bool elided = false;
-  const std::string outline = topo::config_outline(t.config, &elided);
+  const std::string outline = topo::config_outline(t.config(), &elided);
   fmt::print("config:         {}{}\n", outline, elided ? " (--json for the full config)" : "");
 }
 

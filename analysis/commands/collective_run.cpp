@@ -2,11 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <limits>
 #include <memory>
 #include <numeric>
 #include <optional>
+#include <string_view>
 
 #include "analysis/calibration/profile.hpp"
 #include "analysis/output/table.hpp"
@@ -16,6 +19,7 @@
 #include "models/collectives/flow_eval.hpp"
 #include "models/collectives/nccl_model.hpp"
 #include "sim/error.hpp"
+#include "sim/text/strings.hpp"
 #include "sim/units.hpp"
 #include "topologies/load.hpp"
 
@@ -199,7 +203,7 @@ std::vector<CollectiveResult> run_collective(const CollectiveOptions& o) {
   const bool multi = o.groups.has_value();
   std::vector<std::vector<int>> groups;
   if (multi) {
-    groups = parse_groups(*o.groups, devices, t.name, o.ranks);
+    groups = parse_groups(*o.groups, devices, t.name(), o.ranks);
     if (!o.timeline.empty()) throw ConfigError("--timeline", "with --groups", "a single group (no --groups)");
     if (o.ranks_per_node > 0) throw ConfigError("--ranks-per-node", "with --groups", "one of --groups and --ranks-per-node");
   } else if (o.ranks_per_node > 0) {
@@ -245,8 +249,8 @@ std::vector<CollectiveResult> run_collective(const CollectiveOptions& o) {
   op.kind = kind;
   op.group = groups[0];
 
-  nlohmann::json config = {{"topology", t.name},
-                           {"topology_config", t.config},
+  nlohmann::json config = {{"topology", t.name()},
+                           {"topology_config", t.config()},
                            {"op", coll::to_string(kind)},
                            {"ranks", n},
                            {"algorithm", o.algorithm},
@@ -284,7 +288,7 @@ std::vector<CollectiveResult> run_collective(const CollectiveOptions& o) {
         if (o.fidelity == "flow") r.schedule = nccl->schedule->name();
       } else if (o.algorithm == "auto") {
         if (!o.nccl_algo.empty()) {
-          throw ConfigError("--nccl-algo", fmt::format("'{}' on topology '{}'", o.nccl_algo, t.name),
+          throw ConfigError("--nccl-algo", fmt::format("'{}' on topology '{}'", o.nccl_algo, t.name()),
                             fmt::format("a GPU topology for the NCCL model ({})", *coll::nccl_unsupported(t, ops[g])));
         }
         auto choice = coll::choose_auto(t, ops[g], params, o.fidelity == "flow");
@@ -304,7 +308,7 @@ std::vector<CollectiveResult> run_collective(const CollectiveOptions& o) {
       r.op = coll::to_string(kind);
       r.algorithm = shown.empty() ? algos[g]->name() : shown;
       r.fidelity = o.fidelity;
-      r.topology = t.name;
+      r.topology = t.name();
       r.ranks = groups[g].size();
       if (multi) r.group = groups[g];
       r.size_bytes = size;
@@ -360,51 +364,66 @@ std::vector<CollectiveResult> run_collective(const CollectiveOptions& o) {
   return out;
 }
 
+namespace {
+
+std::string option_text(const std::string& key, const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number()) return v.dump();
+  throw ConfigError("/" + key, fmt::format("{} {}", v.type_name(), v.dump()), "a string or a number");
+}
+
+int option_int(const std::string& key, const nlohmann::json& v) {
+  if (!v.is_number_integer()) throw ConfigError("/" + key, fmt::format("{} {}", v.type_name(), v.dump()), "an integer");
+  return v.get<int>();
+}
+
+// The collective command's JSON keys (the CLI's flags without "--"), declared once: the parser
+// dispatches on this table and an unknown key lists its names.
+struct OptionKey {
+  std::string_view key;
+  void (*set)(CollectiveOptions&, const std::string& key, const nlohmann::json& v);
+};
+const std::array<OptionKey, 13> kOptionKeys{{
+    {"topology", [](CollectiveOptions& o, const std::string& k, const nlohmann::json& v) {
+       o.topology = v.is_object() ? v.dump() : option_text(k, v);
+     }},
+    {"op", [](CollectiveOptions& o, const std::string& k, const nlohmann::json& v) { o.op = option_text(k, v); }},
+    {"bytes", [](CollectiveOptions& o, const std::string& k, const nlohmann::json& v) { o.bytes = option_text(k, v); }},
+    {"ranks", [](CollectiveOptions& o, const std::string& k, const nlohmann::json& v) { o.ranks = option_int(k, v); }},
+    {"ranks-per-node",
+     [](CollectiveOptions& o, const std::string& k, const nlohmann::json& v) { o.ranks_per_node = option_int(k, v); }},
+    {"algorithm",
+     [](CollectiveOptions& o, const std::string& k, const nlohmann::json& v) { o.algorithm = option_text(k, v); }},
+    {"nccl-algo",
+     [](CollectiveOptions& o, const std::string& k, const nlohmann::json& v) { o.nccl_algo = option_text(k, v); }},
+    {"fidelity",
+     [](CollectiveOptions& o, const std::string& k, const nlohmann::json& v) { o.fidelity = option_text(k, v); }},
+    {"chunks",
+     [](CollectiveOptions& o, const std::string&, const nlohmann::json& v) {
+       if (!v.is_number_unsigned()) throw ConfigError("/chunks", fmt::format("{} {}", v.type_name(), v.dump()), "a non-negative integer");
+       o.chunks = v.get<std::uint32_t>();
+     }},
+    {"reduce-bw",
+     [](CollectiveOptions& o, const std::string& k, const nlohmann::json& v) { o.reduce_bw = option_text(k, v); }},
+    {"step-overhead",
+     [](CollectiveOptions& o, const std::string& k, const nlohmann::json& v) { o.step_overhead = option_text(k, v); }},
+    {"profile", [](CollectiveOptions& o, const std::string& k, const nlohmann::json& v) { o.profile = option_text(k, v); }},
+    {"groups", [](CollectiveOptions& o, const std::string& k, const nlohmann::json& v) { o.groups = option_text(k, v); }},
+}};
+
+}  // namespace
+
 CollectiveOptions collective_options_from_json(const nlohmann::json& j) {
   if (!j.is_object()) throw ConfigError("collective", "flags that are not a JSON object", "an object of flags");
   CollectiveOptions o;
-  auto str = [&](const std::string& key, const nlohmann::json& v) -> std::string {
-    if (v.is_string()) return v.get<std::string>();
-    if (v.is_number()) return v.dump();
-    throw ConfigError("/" + key, fmt::format("{} {}", v.type_name(), v.dump()), "a string or a number");
-  };
   for (const auto& [key, v] : j.items()) {
-    if (key == "topology") {
-      o.topology = v.is_object() ? v.dump() : str(key, v);
-    } else if (key == "op") {
-      o.op = str(key, v);
-    } else if (key == "bytes") {
-      o.bytes = str(key, v);
-    } else if (key == "ranks") {
-      if (!v.is_number_integer()) throw ConfigError("/ranks", fmt::format("{} {}", v.type_name(), v.dump()), "an integer");
-      o.ranks = v.get<int>();
-    } else if (key == "ranks-per-node") {
-      if (!v.is_number_integer()) {
-        throw ConfigError("/ranks-per-node", fmt::format("{} {}", v.type_name(), v.dump()), "an integer");
-      }
-      o.ranks_per_node = v.get<int>();
-    } else if (key == "algorithm") {
-      o.algorithm = str(key, v);
-    } else if (key == "nccl-algo") {
-      o.nccl_algo = str(key, v);
-    } else if (key == "fidelity") {
-      o.fidelity = str(key, v);
-    } else if (key == "chunks") {
-      if (!v.is_number_unsigned()) throw ConfigError("/chunks", fmt::format("{} {}", v.type_name(), v.dump()), "a non-negative integer");
-      o.chunks = v.get<std::uint32_t>();
-    } else if (key == "reduce-bw") {
-      o.reduce_bw = str(key, v);
-    } else if (key == "step-overhead") {
-      o.step_overhead = str(key, v);
-    } else if (key == "profile") {
-      o.profile = str(key, v);
-    } else if (key == "groups") {
-      o.groups = str(key, v);
-    } else {
-      throw ConfigError("/" + key, fmt::format("unknown key '{}'", key),
-                        "one of topology, op, bytes, ranks, ranks-per-node, algorithm, nccl-algo, fidelity, chunks, reduce-bw, step-overhead, "
-                        "profile, groups");
+    const auto* entry = std::find_if(kOptionKeys.begin(), kOptionKeys.end(), [&](const OptionKey& e) { return e.key == key; });
+    if (entry == kOptionKeys.end()) {
+      std::vector<std::string> names;
+      for (const auto& e : kOptionKeys) names.emplace_back(e.key);
+      throw ConfigError("/" + key, fmt::format("unknown key '{}'", key), "one of " + text::join(names));
     }
+    entry->set(o, key, v);
   }
   if (o.topology.empty()) throw ConfigError("/topology", "no topology", "a topology (preset, file or builder spec)");
   return o;

@@ -209,8 +209,8 @@ MeshPlanResult make_mesh_plan(const MeshPlanRequest& r) {
       if (!t) throw ConfigError("--hardware", fmt::format("unknown preset '{}'", name), "a preset family or a sized preset");
       const std::uint64_t n = t->num_devices();
       if (r.plan.max_devices && n > r.plan.max_devices) continue;
-      if (t->device_model.empty()) throw ConfigError("--hardware", fmt::format("preset '{}' names no device", name), "a preset with a device model");
-      const compute::Device& dev = compute::device_for_model(t->device_model, "--hardware");
+      if (t->device_model().empty()) throw ConfigError("--hardware", fmt::format("preset '{}' names no device", name), "a preset with a device model");
+      const compute::Device& dev = compute::device_for_model(t->device_model(), "--hardware");
       const auto shape = parallel::shape_of(*t);
       const double hbm = static_cast<double>(dev.hbm_bytes);
       step::TopologyComm topo_comm(*t, step::Fidelity::analytical, "auto");

@@ -186,8 +186,8 @@ PlanResult make_plan(const PlanRequest& r) {
       }
       const std::uint64_t n = t->num_devices();
       if (r.max_devices && n > r.max_devices) continue;
-      if (t->device_model.empty()) throw ConfigError("--hardware", fmt::format("preset '{}' names no device", name), "a preset with a device model");
-      const compute::Device& dev = compute::device_for_model(t->device_model, "--hardware");
+      if (t->device_model().empty()) throw ConfigError("--hardware", fmt::format("preset '{}' names no device", name), "a preset with a device model");
+      const compute::Device& dev = compute::device_for_model(t->device_model(), "--hardware");
       for (auto strategy : strategies) {
         std::vector<std::uint64_t> groups = {n};
         if (strategy == step::Strategy::sharded) {

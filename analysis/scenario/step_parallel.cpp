@@ -66,7 +66,7 @@ StepReport run_parallel_step(const StepOptions& o, const topo::Topology& topo, c
   r.options = o;
   r.options.strategy = c.strategy.str();
   r.model = model.name;
-  r.topology = topo.name;
+  r.topology = topo.name();
   r.device = dev.name;
   r.optimizer = c.optimizer->name;
   r.precision = opt::to_string(c.precision);

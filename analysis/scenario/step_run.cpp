@@ -129,18 +129,18 @@ StepReport StepRunner::run(const StepOptions& o, bool record_timeline) {
   // nodes all name their kind, issue 16) the kind of its first rank that names one. Per-rank
   // kinds are relative to it (step::device_factors).
   const topo::Topology::RankDevice* first_kind = nullptr;
-  for (const auto& k : topo.rank_devices) {
+  for (const auto& k : topo.rank_devices()) {
     if (!k.model.empty()) {
       first_kind = &k;
       break;
     }
   }
-  if (!named_device && topo.device_model.empty() && !first_kind) {
-    throw ConfigError("--device", fmt::format("missing, and topology '{}' names no device", topo.name),
+  if (!named_device && topo.device_model().empty() && !first_kind) {
+    throw ConfigError("--device", fmt::format("missing, and topology '{}' names no device", topo.name()),
                       "a device (see shardsim list devices)");
   }
   const auto& dev = named_device              ? compute::find_device(*o.device, "--device")
-                    : !topo.device_model.empty() ? compute::device_for_model(topo.device_model, "--topology")
+                    : !topo.device_model().empty() ? compute::device_for_model(topo.device_model(), "--topology")
                                                  : compute::device_for_model(first_kind->model, first_kind->where);
   if (o.mesh) {  // a transformer on a device mesh (step_parallel.hpp)
     // The mesh step runs every rank on the base device: heterogeneous ranks are an error there,
@@ -151,7 +151,7 @@ StepReport StepRunner::run(const StepOptions& o, bool record_timeline) {
     const auto devs = step::topology_rank_devices(topo, topo.num_devices(), dev);
     for (std::size_t k = 0; k < devs.size(); ++k) {
       if (devs[k] != &dev) {
-        throw ConfigError(topo.rank_devices[k].where,
+        throw ConfigError(topo.rank_devices()[k].where,
                           fmt::format("device '{}' on rank {} with --mesh, whose ranks all run {}", devs[k]->name, k, dev.name),
                           "one device kind in a mesh step (heterogeneous ranks: a step without --mesh)");
       }
@@ -257,7 +257,7 @@ StepReport StepRunner::run(const StepOptions& o, bool record_timeline) {
   // over it (the flag wins for the ranks it names).
   std::vector<double> device_scale;
   const bool flag_devices = o.rank_devices && !o.rank_devices->empty();
-  if (flag_devices || !topo.rank_devices.empty()) {
+  if (flag_devices || !topo.rank_devices().empty()) {
     auto devs = step::topology_rank_devices(topo, c.dp, dev);
     if (flag_devices) step::apply_rank_devices(*o.rank_devices, devs, "--rank-devices");
     device_scale = step::device_factors(w, c.precision == opt::Precision::mixed, devs, dev);
@@ -288,7 +288,7 @@ StepReport StepRunner::run(const StepOptions& o, bool record_timeline) {
   r.options = o;
   r.options.strategy = r.result.strategy;
   r.model = prepared->name;
-  r.topology = topo.name;
+  r.topology = topo.name();
   r.device = dev.name;
   r.optimizer = c.optimizer->name;
   r.precision = opt::to_string(c.precision);

@@ -104,7 +104,7 @@ std::vector<Row> predict(const std::vector<logs::BenchRecord>& records, const Op
     // A record's own ranks_per_node places it only on GPU topologies with nodes (nccl-tests
     // logs); MPI records keep the first `ranks` hosts, as before.
     std::optional<int> rpn = o.ranks_per_node;
-    if (!rpn && r.ranks_per_node && !t.device_groups.empty()) {
+    if (!rpn && r.ranks_per_node && !t.device_groups().empty()) {
       coll::CollectiveOp first = op;
       first.group.clear();
       for (int i = 0; i < r.ranks; ++i) first.group.push_back(i);

@@ -18,12 +18,12 @@ namespace detail {
 
 std::vector<std::uint32_t> ring_of(const topo::Topology& t, const CollectiveOp& op,
                                    const std::vector<std::uint32_t>& members) {
-  if (t.ring_order.empty()) return members;
+  if (t.ring_order().empty()) return members;
   // Position of each device in the topology's ring; members sorted by it (stable, so members
   // the ring does not mention keep their given order, after the others).
-  std::vector<std::size_t> pos(t.num_devices(), t.ring_order.size());
-  for (std::size_t i = 0; i < t.ring_order.size(); ++i) {
-    const auto d = static_cast<std::size_t>(t.ring_order[i]);
+  std::vector<std::size_t> pos(t.num_devices(), t.ring_order().size());
+  for (std::size_t i = 0; i < t.ring_order().size(); ++i) {
+    const auto d = static_cast<std::size_t>(t.ring_order()[i]);
     if (d < pos.size()) pos[d] = i;
   }
   std::vector<std::uint32_t> out = members;
@@ -367,7 +367,7 @@ void validate_op(const topo::Topology& t, const CollectiveOp& op) {
   for (int r : op.group) {
     if (r < 0 || static_cast<std::size_t>(r) >= t.num_devices()) {
       throw ConfigError(where, fmt::format("rank {}", r),
-                        fmt::format("ranks 0..{} of topology '{}'", t.num_devices() - 1, t.name));
+                        fmt::format("ranks 0..{} of topology '{}'", t.num_devices() - 1, t.name()));
     }
     if (seen[static_cast<std::size_t>(r)]) throw ConfigError(where, fmt::format("rank {} twice", r), "distinct ranks");
     seen[static_cast<std::size_t>(r)] = 1;
@@ -404,14 +404,14 @@ std::vector<int> placed_group(const topo::Topology& t, std::size_t ranks, std::s
     throw ConfigError(where, fmt::format("{} ranks per node for {} ranks", ranks_per_node, ranks),
                       "a divisor of the rank count");
   }
-  std::vector<std::vector<int>> nodes = t.device_groups;
+  std::vector<std::vector<int>> nodes = t.device_groups();
   if (nodes.empty()) {
     nodes.emplace_back(t.num_devices());
     for (std::size_t i = 0; i < t.num_devices(); ++i) nodes[0][i] = static_cast<int>(i);
   }
   const std::size_t need = ranks / ranks_per_node;
   if (need > nodes.size()) {
-    throw ConfigError(where, fmt::format("{} nodes of {} ranks on topology '{}' of {} node{}", need, ranks_per_node, t.name,
+    throw ConfigError(where, fmt::format("{} nodes of {} ranks on topology '{}' of {} node{}", need, ranks_per_node, t.name(),
                                          nodes.size(), nodes.size() == 1 ? "" : "s"),
                       fmt::format("at most {} ranks ({} per node)", nodes.size() * ranks_per_node, ranks_per_node));
   }
@@ -419,7 +419,7 @@ std::vector<int> placed_group(const topo::Topology& t, std::size_t ranks, std::s
   for (std::size_t k = 0; k < need; ++k) {
     if (nodes[k].size() < ranks_per_node) {
       throw ConfigError(where, fmt::format("{} ranks on node {} of topology '{}', which has {} devices", ranks_per_node, k,
-                                           t.name, nodes[k].size()),
+                                           t.name(), nodes[k].size()),
                         fmt::format("at most {} ranks per node", nodes[k].size()));
     }
     group.insert(group.end(), nodes[k].begin(), nodes[k].begin() + static_cast<std::ptrdiff_t>(ranks_per_node));

@@ -2,33 +2,38 @@
 
 #include <fmt/format.h>
 
+#include <array>
+#include <cctype>
+
+#include "sim/enum_names.hpp"
 #include "sim/error.hpp"
 
 namespace shardsim::coll {
 
-const char* to_string(OpKind k) {
-  switch (k) {
-    case OpKind::allreduce: return "allreduce";
-    case OpKind::reducescatter: return "reducescatter";
-    case OpKind::allgather: return "allgather";
-    case OpKind::broadcast: return "broadcast";
-    case OpKind::alltoall: return "alltoall";
-    case OpKind::reduce: return "reduce";
-  }
-  return "?";
-}
+namespace {
+constexpr std::array<EnumName<OpKind>, 6> kOpKinds{{{OpKind::allreduce, "allreduce"},
+                                                    {OpKind::reducescatter, "reducescatter"},
+                                                    {OpKind::allgather, "allgather"},
+                                                    {OpKind::broadcast, "broadcast"},
+                                                    {OpKind::alltoall, "alltoall"},
+                                                    {OpKind::reduce, "reduce"}}};
+}  // namespace
+
+const char* to_string(OpKind k) { return enum_name(kOpKinds, k); }
+
+std::vector<std::string> op_kind_names() { return enum_names(kOpKinds); }
 
 OpKind op_from_string(const std::string& s, const std::string& where) {
+  // Case and '-' / '_' do not matter ("all-reduce", "AllReduce"); an unknown name reports the
+  // name as given.
   std::string k;
   for (char c : s) {
     if (c != '-' && c != '_') k.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   }
-  for (auto op : {OpKind::allreduce, OpKind::reducescatter, OpKind::allgather, OpKind::broadcast,
-                  OpKind::alltoall, OpKind::reduce}) {
-    if (k == to_string(op)) return op;
+  for (const auto& e : kOpKinds) {
+    if (k == e.name) return e.value;
   }
-  throw ConfigError(where, fmt::format("unknown collective '{}'", s),
-                    "one of allreduce, reducescatter, allgather, broadcast, alltoall, reduce");
+  throw_unknown("collective", s, where, op_kind_names());
 }
 
 double busbw_factor(OpKind k, std::size_t n) {

@@ -14,6 +14,8 @@ namespace shardsim::coll {
 
 enum class OpKind : std::uint8_t { allreduce, reducescatter, allgather, broadcast, alltoall, reduce };
 const char* to_string(OpKind k);
+/// Every collective kind's name, in declaration order (`shardsim list`, error messages).
+std::vector<std::string> op_kind_names();
 /// Accepts allreduce|all-reduce|all_reduce, reducescatter, allgather, broadcast, alltoall,
 /// reduce. Throws ConfigError naming `where` and listing the valid names.
 OpKind op_from_string(const std::string& s, const std::string& where);

@@ -95,7 +95,7 @@ class CollectiveRun::Impl {
     }
     if (net_.link_count() != t.links().size()) {
       throw std::invalid_argument(fmt::format("flow network has {} links but topology '{}' has {}", net_.link_count(),
-                                              t.name, t.links().size()));
+                                              t.name(), t.links().size()));
     }
     overhead_ = Time::from_seconds(opts_.cost.step_overhead_s);
     reduce_Bps_ = opts_.cost.reduce_Bps;
@@ -176,7 +176,7 @@ class CollectiveRun::Impl {
           if (!is_node || switch_index_.count(x)) continue;
           if (x >= topo_.num_nodes() || topo_.node(x).kind != topo::NodeKind::switch_node) {
             throw std::logic_error(fmt::format("schedule '{}' step {}: in-network endpoint {} is not a switch of '{}'",
-                                               sched_.algorithm, s, x, topo_.name));
+                                               sched_.algorithm, s, x, topo_.name()));
           }
           switch_index_.emplace(x, n_ + static_cast<std::uint32_t>(switches_.size()));
           switches_.push_back(static_cast<topo::NodeId>(x));

@@ -36,14 +36,14 @@ struct Layout {
 };
 
 std::variant<Layout, std::string> layout(const topo::Topology& t, const CollectiveOp& op) {
-  if (t.device_groups.empty()) return fmt::format("topology '{}' has no device groups", t.name);
+  if (t.device_groups().empty()) return fmt::format("topology '{}' has no device groups", t.name());
   std::vector<int> group_of(t.num_devices(), -1);
-  for (std::size_t a = 0; a < t.device_groups.size(); ++a) {
-    for (int d : t.device_groups[a]) {
+  for (std::size_t a = 0; a < t.device_groups().size(); ++a) {
+    for (int d : t.device_groups()[a]) {
       if (d >= 0 && static_cast<std::size_t>(d) < group_of.size()) group_of[static_cast<std::size_t>(d)] = static_cast<int>(a);
     }
   }
-  std::vector<std::vector<U>> members(t.device_groups.size());
+  std::vector<std::vector<U>> members(t.device_groups().size());
   for (U r = 0; r < op.group.size(); ++r) {
     const int a = group_of[static_cast<std::size_t>(op.group[r])];
     if (a < 0) return fmt::format("rank {} is in no device group", op.group[r]);

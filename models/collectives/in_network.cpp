@@ -52,7 +52,7 @@ class InNetwork final : public Algorithm {
       any = true;
       if (reaches_all(t, op, v)) return std::nullopt;
     }
-    if (!any) return fmt::format("topology '{}' has no switch with in_network_reduction", t.name);
+    if (!any) return fmt::format("topology '{}' has no switch with in_network_reduction", t.name());
     return fmt::format("no switch with in_network_reduction is directly linked to all {} ranks", op.group.size());
   }
 

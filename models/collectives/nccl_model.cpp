@@ -64,10 +64,10 @@ struct View {
 
 View view_of(const topo::Topology& t, const CollectiveOp& op) {
   View v;
-  const auto arch = arch_of(t.device_model);
+  const auto arch = arch_of(t.device_model());
   if (!arch) {
-    v.why_not = t.device_model.empty() ? "the topology names no GPU device model"
-                                       : fmt::format("device model '{}' is not an NVIDIA GPU NCCL runs on", t.device_model);
+    v.why_not = t.device_model().empty() ? "the topology names no GPU device model"
+                                       : fmt::format("device model '{}' is not an NVIDIA GPU NCCL runs on", t.device_model());
     return v;
   }
   v.arch = *arch;
@@ -122,7 +122,7 @@ double nic_efficiency(topo::LinkClass c) {
 
 double link_efficiency(const topo::Topology& t, const topo::Link& l) {
   if (l.cls == topo::LinkClass::nvlink) {
-    const auto a = arch_of(t.device_model);
+    const auto a = arch_of(t.device_model());
     return a ? nvlink_efficiency(*a) : 1.0;
   }
   return nic_efficiency(l.cls);

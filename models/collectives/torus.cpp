@@ -50,7 +50,7 @@ struct Geometry {
 
 Geometry geometry(const topo::Topology& t, const CollectiveOp& op) {
   Geometry g;
-  g.dims = t.torus_dims;
+  g.dims = t.torus_dims();
   g.rank_of_device.assign(t.num_devices(), 0);
   for (U r = 0; r < op.group.size(); ++r) {
     g.rank_of_device[static_cast<std::size_t>(op.group[r])] = r;
@@ -72,18 +72,18 @@ class Torus final : public Algorithm {
   [[nodiscard]] std::optional<std::string> unsupported(const topo::Topology& t,
                                                        const CollectiveOp& op) const override {
     validate_op(t, op);
-    if (t.torus_dims.empty()) return fmt::format("topology '{}' is not a torus", t.name);
-    const auto total = std::accumulate(t.torus_dims.begin(), t.torus_dims.end(), std::size_t{1},
+    if (t.torus_dims().empty()) return fmt::format("topology '{}' is not a torus", t.name());
+    const auto total = std::accumulate(t.torus_dims().begin(), t.torus_dims().end(), std::size_t{1},
                                        [](std::size_t a, int k) { return a * static_cast<std::size_t>(k); });
     if (total != t.num_devices() || op.group.size() != t.num_devices()) {
       return fmt::format("torus needs the group to be the whole {} torus ({} ranks), got {} ranks", dims_text(t),
                          total, op.group.size());
     }
-    for (std::size_t d = 0; d < t.torus_dims.size(); ++d) {
-      const bool wrap = d < t.torus_wrap.size() && t.torus_wrap[d];
-      if (t.torus_dims[d] > 2 && !wrap) {
+    for (std::size_t d = 0; d < t.torus_dims().size(); ++d) {
+      const bool wrap = d < t.torus_wrap().size() && t.torus_wrap()[d];
+      if (t.torus_dims()[d] > 2 && !wrap) {
         return fmt::format("dimension {} (size {}) has no wraparound, so its rings would reuse links", d,
-                           t.torus_dims[d]);
+                           t.torus_dims()[d]);
       }
     }
     return std::nullopt;
@@ -168,7 +168,7 @@ class Torus final : public Algorithm {
 
   static std::string dims_text(const topo::Topology& t) {
     std::string s;
-    for (int k : t.torus_dims) s += (s.empty() ? "" : "x") + std::to_string(k);
+    for (int k : t.torus_dims()) s += (s.empty() ? "" : "x") + std::to_string(k);
     return s;
   }
 

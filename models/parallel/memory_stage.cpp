@@ -8,6 +8,7 @@
 
 #include "models/memory/memory.hpp"
 #include "sim/error.hpp"
+#include "sim/registry.hpp"
 
 namespace shardsim::parallel {
 
@@ -31,9 +32,11 @@ DpStrategy dp_strategy_from_string(const std::string& s, std::uint64_t shard_gro
   try {
     d.strategy = step::strategy_from_string(s, where);
   } catch (const ConfigError&) {
-    std::string names;
-    for (const auto& i : step::strategies()) names += i.name + ", ";
-    throw ConfigError(where, fmt::format("unknown strategy '{}'", s), "one of " + names + "hsdp");
+    // The data-parallel strategies' registry, and hsdp, which the mesh adds on top of zero3.
+    std::vector<std::string> names;
+    for (const auto& i : step::strategies()) names.push_back(i.name);
+    names.emplace_back("hsdp");
+    throw_unknown("strategy", s, where, names);
   }
   return d;
 }

@@ -11,12 +11,12 @@ namespace shardsim::parallel {
 TopologyShape shape_of(const topo::Topology& t) {
   TopologyShape s;
   s.devices = t.num_devices();
-  s.torus_dims = t.torus_dims;
-  if (t.device_groups.empty()) return s;
-  const std::size_t g = t.device_groups.front().size();
-  if (g == 0 || g * t.device_groups.size() != s.devices) return s;
-  for (std::size_t i = 0; i < t.device_groups.size(); ++i) {
-    const auto& grp = t.device_groups[i];
+  s.torus_dims = t.torus_dims();
+  if (t.device_groups().empty()) return s;
+  const std::size_t g = t.device_groups().front().size();
+  if (g == 0 || g * t.device_groups().size() != s.devices) return s;
+  for (std::size_t i = 0; i < t.device_groups().size(); ++i) {
+    const auto& grp = t.device_groups()[i];
     if (grp.size() != g) return s;
     for (std::size_t k = 0; k < g; ++k) {
       if (grp[k] != static_cast<int>(i * g + k)) return s;

@@ -226,8 +226,8 @@ std::vector<const compute::Device*> parse_rank_devices(const std::string& spec, 
 std::vector<const compute::Device*> topology_rank_devices(const topo::Topology& t, std::uint64_t ranks,
                                                           const compute::Device& base) {
   std::vector<const compute::Device*> out(ranks, &base);
-  for (std::size_t r = 0; r < t.rank_devices.size(); ++r) {
-    const auto& k = t.rank_devices[r];
+  for (std::size_t r = 0; r < t.rank_devices().size(); ++r) {
+    const auto& k = t.rank_devices()[r];
     if (k.model.empty()) continue;
     const compute::Device& d = compute::device_for_model(k.model, k.where);
     if (r < out.size()) out[r] = &d;

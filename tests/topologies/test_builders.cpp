@@ -31,13 +31,46 @@ TEST_CASE("a copy of a topology routes on its own cache (the source may be gone)
                        ConfigError);
 }
 
+TEST_CASE("structure setters refuse hints that do not fit the graph (issue 12: accessors, not fields)") {
+  Topology t = make_topology("switch:n=4,bw=10GB/s,lat=1us", "test");
+  REQUIRE(t.num_devices() == 4);
+  t.set_device_groups({{0, 1}, {2, 3}});
+  CHECK(t.device_groups() == std::vector<std::vector<int>>{{0, 1}, {2, 3}});
+  CHECK_THROWS_WITH_AS(t.set_device_groups({{0, 1}, {2, 4}}),
+                       doctest::Contains("device group 1 names rank 4; expected ranks 0..3"), ConfigError);
+  CHECK_THROWS_WITH_AS(t.set_device_groups({{0, 1}, {1, 2}}), doctest::Contains("rank 1 in two device groups"),
+                       ConfigError);
+  CHECK_THROWS_WITH_AS(t.set_device_groups({{0}, {}}), doctest::Contains("device group 1 is empty"), ConfigError);
+  CHECK(t.device_groups() == std::vector<std::vector<int>>{{0, 1}, {2, 3}});  // a refused set changes nothing
+  t.set_ring_order({0, 2, 3, 1});
+  CHECK(t.ring_order() == std::vector<int>{0, 2, 3, 1});
+  CHECK_THROWS_WITH_AS(t.set_ring_order({0, 2, 2, 1}), doctest::Contains("a permutation of every rank"), ConfigError);
+  CHECK_THROWS_WITH_AS(t.set_ring_order({0, 1, 2}), doctest::Contains("a ring order of 3 ranks over 4 devices"),
+                       ConfigError);
+  t.set_torus({2, 2}, {false, false});
+  CHECK(t.torus_dims() == std::vector<int>{2, 2});
+  CHECK_THROWS_WITH_AS(t.set_torus({2, 3}, {true, true}),
+                       doctest::Contains("torus dimensions of product 6 over 4 devices"), ConfigError);
+  CHECK_THROWS_WITH_AS(t.set_torus({4}, {true, false}), doctest::Contains("1 torus dimensions with 2 wraparound flags"),
+                       ConfigError);
+  CHECK_THROWS_WITH_AS(t.set_rank_devices({{"h100", "x"}}), doctest::Contains("1 per-rank device kinds over 4 devices"),
+                       ConfigError);
+  t.set_rank_devices({{"h100", "a"}, {"", "b"}, {"a100", "c"}, {"", "d"}});
+  t.set_device_model("b200");
+  CHECK(t.device_model_of(0) == "h100");
+  CHECK(t.device_model_of(1) == "b200");
+  CHECK(t.device_model_of(2) == "a100");
+  t.set_config_entry("preset", "mine");
+  CHECK(t.config().at("preset") == "mine");
+}
+
 TEST_CASE("torus 4x4 with wraparound: counts, coordinates and shortest-direction DOR routes") {
   const Topology t = make_topology("torus:dims=4x4,bw=100GB/s,lat=1us", "test");
   CHECK(t.num_devices() == 16);
   CHECK(t.num_nodes() == 16);
   CHECK(t.num_links() == 64);  // 16 chips x 2 dimensions x 2 directions
-  CHECK(t.torus_dims == std::vector<int>{4, 4});
-  CHECK(t.torus_wrap == std::vector<bool>{true, true});
+  CHECK(t.torus_dims() == std::vector<int>{4, 4});
+  CHECK(t.torus_wrap() == std::vector<bool>{true, true});
   CHECK(t.node(t.device(6)).coords == std::vector<int>{1, 2});  // 6 = 1*4 + 2
   CHECK(t.node(t.device(6)).name == "chip[1,2]");
   CHECK(route_nodes(t, 0, 3) == Nodes{0, 3});               // -1 over the wraparound
@@ -47,7 +80,7 @@ TEST_CASE("torus 4x4 with wraparound: counts, coordinates and shortest-direction
   CHECK(t.rank_route(0, 2).latency_s == doctest::Approx(2e-6));
   CHECK(t.rank_route(0, 2).bottleneck_Bps == 100e9);
   CHECK(t.injection_Bps(t.device(0)) == 400e9);  // 4 links of 100 GB/s
-  CHECK(t.config == nlohmann::json{{"builder", "torus"}, {"dims", {4, 4}}, {"bw", "100GB/s"}, {"lat", "1us"},
+  CHECK(t.config() == nlohmann::json{{"builder", "torus"}, {"dims", {4, 4}}, {"bw", "100GB/s"}, {"lat", "1us"},
                                    {"wrap", {true, true}}, {"class", "ici"}});
 }
 
@@ -58,7 +91,7 @@ TEST_CASE("torus without wraparound routes through the mesh; wrap per dimension"
   CHECK(route_nodes(mesh, 15, 0) == Nodes{15, 11, 7, 3, 2, 1, 0});
   const Topology half = make_topology("torus:dims=4x4,bw=100GB/s,lat=1us,wrap=1x0", "test");
   CHECK(half.num_links() == 56);  // 2 x (16 in dimension 0 with wrap + 12 in dimension 1)
-  CHECK(half.torus_wrap == std::vector<bool>{true, false});
+  CHECK(half.torus_wrap() == std::vector<bool>{true, false});
   CHECK(route_nodes(half, 0, 12) == Nodes{0, 12});
   CHECK(route_nodes(half, 0, 3) == Nodes{0, 1, 2, 3});
 }
@@ -66,7 +99,7 @@ TEST_CASE("torus without wraparound routes through the mesh; wrap per dimension"
 TEST_CASE("torus dimensions of 2 get one link; 8x8 DOR to the far corner") {
   const Topology t = make_topology("torus:dims=2x2x2,bw=1GB/s,lat=1us", "test");
   CHECK(t.num_links() == 24);  // 3 dimensions x 4 pairs x 2 directions
-  CHECK(t.torus_wrap == std::vector<bool>{false, false, false});
+  CHECK(t.torus_wrap() == std::vector<bool>{false, false, false});
   const Topology e = make_topology("torus:dims=8x8,bw=100GB/s,lat=1us", "test");
   CHECK(route_nodes(e, 0, 36) == Nodes{0, 8, 16, 24, 32, 33, 34, 35, 36});
 }
@@ -83,12 +116,12 @@ TEST_CASE("torus ring order: the boustrophedon snake") {
   CHECK(torus_ring_order({4, 4}, {false, false}) ==
         std::vector<int>{0, 1, 2, 3, 7, 6, 5, 9, 10, 11, 15, 14, 13, 12, 8, 4});
   const Topology t = make_topology("torus:dims=4x4,bw=1GB/s,lat=1us", "test");
-  CHECK(t.ring_order == torus_ring_order({4, 4}, {true, true}));
+  CHECK(t.ring_order() == torus_ring_order({4, 4}, {true, true}));
   // Consecutive ranks (and the closing pair) are one link apart on meshes with a cycle.
   for (const char* dims : {"4x4", "3x4", "4x3", "2x4x4", "2x3x3", "3x3x2", "4x1x4", "6x6"}) {
     CAPTURE(dims);
     const Topology m = make_topology(std::string("torus:dims=") + dims + ",bw=1GB/s,lat=1us,wrap=0", "test");
-    const auto& ring = m.ring_order;
+    const auto& ring = m.ring_order();
     REQUIRE(ring.size() == m.num_devices());
     CHECK(std::set<int>(ring.begin(), ring.end()).size() == ring.size());
     for (std::size_t i = 0; i < ring.size(); ++i) {
@@ -99,7 +132,7 @@ TEST_CASE("torus ring order: the boustrophedon snake") {
   }
   // One wrapped dimension: the identity ring closes over the wraparound.
   const Topology w = make_topology("torus:dims=1x8,bw=1GB/s,lat=1us", "test");
-  CHECK(w.ring_order == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
+  CHECK(w.ring_order() == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
   CHECK(w.rank_route(7, 0).links.size() == 1);
   // Odd mesh: no Hamiltonian cycle; the snake path still steps one link at a time.
   CHECK(torus_ring_order({3, 3}, {false, false}) == std::vector<int>{0, 1, 2, 5, 4, 3, 6, 7, 8});
@@ -173,7 +206,7 @@ TEST_CASE("rail_optimized: NVSwitch inside a node, the rail leaf across nodes, P
   // GPUs 0-7, NVSwitches 8-9, rails 10-13, spines 14-15.
   CHECK(t.num_nodes() == 16);
   CHECK(t.num_links() == 48);  // 2 x (8 NVLink + 8 NIC + 4 rails x 2 spines)
-  CHECK(t.device_groups == std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}});
+  CHECK(t.device_groups() == std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}});
   CHECK(route_nodes(t, 0, 1) == Nodes{0, 8, 1});
   CHECK(route_nodes(t, 1, 5) == Nodes{1, 11, 5});
   CHECK(route_nodes(t, 0, 6) == Nodes{0, 8, 2, 12, 6});  // PXN: NVLink to GPU 2, then rail 2
@@ -203,8 +236,8 @@ TEST_CASE("hierarchical: intra routes inside a node, inter routes across") {
   CHECK(t.link(t.rank_route(0, 1).links[0]).cls == LinkClass::nvlink);
   CHECK(route_nodes(t, 0, 5) == Nodes{0, 10, 6});
   CHECK(t.link(t.rank_route(0, 5).links[0]).cls == LinkClass::ethernet);
-  CHECK(t.device_groups == std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}});
-  CHECK(t.config.at("inter").at("builder") == "switch");
+  CHECK(t.device_groups() == std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}});
+  CHECK(t.config().at("inter").at("builder") == "switch");
 }
 
 TEST_CASE("custom: explicit nodes and links, shortest paths") {

@@ -53,9 +53,9 @@ coll::CollectiveOp allreduce(std::uint64_t bytes) {
 
 TEST_CASE("custom groups: the hierarchical all-reduce equals the builder's") {
   const topo::Topology built = topo::make_topology(kSpec, "--topology");
-  REQUIRE(built.device_groups == std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}});
+  REQUIRE(built.device_groups() == std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}});
   const topo::Topology custom = topo::make_topology(as_custom(built, true).dump(), "--topology");
-  CHECK(custom.device_groups == built.device_groups);
+  CHECK(custom.device_groups() == built.device_groups());
   const auto& h = coll::find_algorithm("hierarchical", coll::OpKind::allreduce, "--algorithm");
   for (std::uint64_t bytes : {1ULL << 20, 64ULL << 20}) {
     const auto op = allreduce(bytes);
@@ -69,7 +69,7 @@ TEST_CASE("custom groups: the hierarchical all-reduce equals the builder's") {
   }
   // Without the groups (as before issue 12) there is nothing to be hierarchical over.
   const topo::Topology flat = topo::make_topology(as_custom(built, false).dump(), "--topology");
-  CHECK(flat.device_groups.empty());
+  CHECK(flat.device_groups().empty());
   CHECK(h.unsupported(flat, allreduce(1 << 20)).value_or("") == "topology 'inline' has no device groups");
 }
 
@@ -93,5 +93,5 @@ TEST_CASE("custom groups: bad values name the JSON path") {
                        "expected a group on every device or on none");
   j = as_custom(built, true);
   j["nodes"][2]["group"] = json::array({"pod0", "node0"});  // a path as a list: its own group
-  CHECK(topo::make_topology(j.dump(), "--topology").device_groups.size() == 3);
+  CHECK(topo::make_topology(j.dump(), "--topology").device_groups().size() == 3);
 }

@@ -36,11 +36,11 @@ TEST_CASE("the same topology from an inline spec, inline JSON and a JSON file") 
   const Topology c = make_topology(path, "test");
   std::remove(path.c_str());
   CHECK(a.num_links() == 4096);
-  CHECK(a.config == b.config);
-  CHECK(c.config.at("dims") == a.config.at("dims"));
-  CHECK(c.config.at("wrap") == a.config.at("wrap"));
-  CHECK(a.name == "torus:dims=32x32,bw=100GB/s,lat=1us");
-  CHECK(c.name == "my-torus");
+  CHECK(a.config() == b.config());
+  CHECK(c.config().at("dims") == a.config().at("dims"));
+  CHECK(c.config().at("wrap") == a.config().at("wrap"));
+  CHECK(a.name() == "torus:dims=32x32,bw=100GB/s,lat=1us");
+  CHECK(c.name() == "my-torus");
   CHECK(b.num_links() == c.num_links());
 }
 
@@ -174,7 +174,7 @@ TEST_CASE("custom graph errors") {
 
 TEST_CASE("custom graph: a device node may name its own kind (issue 16), kept per rank") {
   auto j = custom_8();
-  CHECK(topology_from_json(j, "topo.json").rank_devices.empty());  // uniform: no per-rank vector
+  CHECK(topology_from_json(j, "topo.json").rank_devices().empty());  // uniform: no per-rank vector
   // A switch first: node index and rank differ, and the location names the node.
   nlohmann::json k = {{"builder", "custom"},
                       {"device_model", "h100"},
@@ -182,19 +182,19 @@ TEST_CASE("custom graph: a device node may name its own kind (issue 16), kept pe
                       {"links", {{{"src", "g0"}, {"dst", "sw"}, {"bw", "10GB/s"}, {"lat", "1us"}},
                                  {{"src", "g1"}, {"dst", "sw"}, {"bw", "10GB/s"}, {"lat", "1us"}}}}};
   const Topology t = topology_from_json(k, "topo.json");
-  REQUIRE(t.rank_devices.size() == 2);
-  CHECK(t.rank_devices[0].model.empty());
-  CHECK(t.rank_devices[1].model == "a100");
-  CHECK(t.rank_devices[1].where == "topo.json: /nodes/2/device");
+  REQUIRE(t.rank_devices().size() == 2);
+  CHECK(t.rank_devices()[0].model.empty());
+  CHECK(t.rank_devices()[1].model == "a100");
+  CHECK(t.rank_devices()[1].where == "topo.json: /nodes/2/device");
   CHECK(t.device_model_of(0) == "h100");
   CHECK(t.device_model_of(1) == "a100");
   // Hierarchical copies carry the intra topology's kinds, copy after copy.
   const nlohmann::json h = {{"builder", "hierarchical"}, {"nodes", 3}, {"intra", k}, {"inter", "switch:n=6,bw=1GB/s,lat=1us"}};
   const Topology ht = topology_from_json(h, "topo.json");
-  REQUIRE(ht.rank_devices.size() == 6);
+  REQUIRE(ht.rank_devices().size() == 6);
   CHECK(ht.device_model_of(4) == "h100");
   CHECK(ht.device_model_of(5) == "a100");
-  CHECK(ht.rank_devices[5].where == "topo.json: /intra/nodes/2/device");
+  CHECK(ht.rank_devices()[5].where == "topo.json: /intra/nodes/2/device");
   // Errors name the node's key.
   k["nodes"][0]["device"] = "h100";
   CHECK(json_error_of(k) == "topo.json: /nodes/0/device: a device kind on switch 'sw'; expected \"device\" on device nodes only");

@@ -14,54 +14,54 @@ TEST_SUITE("test_topologies") {
 
 TEST_CASE("TPU presets: shapes, wraparound and the documented pod bisections") {
   const Topology v3 = make_topology("tpu-v3-1024", "test");
-  CHECK(v3.torus_dims == std::vector<int>{32, 32});
-  CHECK(v3.torus_wrap == std::vector<bool>{true, true});
+  CHECK(v3.torus_dims() == std::vector<int>{32, 32});
+  CHECK(v3.torus_wrap() == std::vector<bool>{true, true});
   CHECK(v3.num_links() == 4096);
-  CHECK(v3.device_model == "tpu-v3");
-  CHECK(v3.name == "tpu-v3-1024");
-  CHECK(v3.config.at("preset") == "tpu-v3-1024");
+  CHECK(v3.device_model() == "tpu-v3");
+  CHECK(v3.name() == "tpu-v3-1024");
+  CHECK(v3.config().at("preset") == "tpu-v3-1024");
   // Cloud TPU docs (v3): bisection bandwidth per Pod 6.4 TB/s = 2 x 32 links x 100 GB/s.
   CHECK(*describe(v3).bisection_Bps == 6.4e12);
   CHECK(*describe(v3).diameter_hops == 32);  // 16 + 16
 
   const Topology half = make_topology("tpu-v3-512", "test");
-  CHECK(half.torus_dims == std::vector<int>{16, 32});
-  CHECK(half.torus_wrap == std::vector<bool>{false, true});  // only the full pod dimension wraps
+  CHECK(half.torus_dims() == std::vector<int>{16, 32});
+  CHECK(half.torus_wrap() == std::vector<bool>{false, true});  // only the full pod dimension wraps
   // Cut across dimension 0: 512/16 rows x 1 link; across dimension 1: 512/32 x 2 links.
   CHECK(*describe(half).bisection_Bps == 3.2e12);
 
   const Topology v4 = make_topology("tpu-v4-4096", "test");
-  CHECK(v4.torus_dims == std::vector<int>{16, 16, 16});
+  CHECK(v4.torus_dims() == std::vector<int>{16, 16, 16});
   // 2 x 256 links x 50 GB/s = 25.6 TB/s (Cloud TPU docs quote 24 TB/s for the Pod).
   CHECK(*describe(v4).bisection_Bps == 25.6e12);
-  CHECK(make_topology("tpu-v4-16", "test").torus_wrap == std::vector<bool>{false, false, false});  // 2x2x4
-  CHECK(make_topology("tpu-v4-64", "test").torus_wrap == std::vector<bool>{true, true, true});     // 4x4x4
+  CHECK(make_topology("tpu-v4-16", "test").torus_wrap() == std::vector<bool>{false, false, false});  // 2x2x4
+  CHECK(make_topology("tpu-v4-64", "test").torus_wrap() == std::vector<bool>{true, true, true});     // 4x4x4
   const Topology v5p = make_topology("tpu-v5p-6144", "test");
-  CHECK(v5p.torus_dims == std::vector<int>{16, 16, 24});
+  CHECK(v5p.torus_dims() == std::vector<int>{16, 16, 24});
   CHECK(v5p.injection_Bps(v5p.device(0)) == 600e9);  // 6 links x 100 GB/s
   // Cloud TPU docs (v5e): bisection bandwidth per Pod 1.6 TB/s = 2 x 16 links x 50 GB/s.
   CHECK(*describe(make_topology("tpu-v5e-256", "test")).bisection_Bps == 1.6e12);
-  CHECK(make_topology("tpu-v2-256", "test").torus_dims == std::vector<int>{16, 16});
+  CHECK(make_topology("tpu-v2-256", "test").torus_dims() == std::vector<int>{16, 16});
 }
 
 TEST_CASE("GPU presets: one node, rail-optimized clusters and NVL72") {
   const Topology one = make_topology("dgx-h100-8", "test");
-  CHECK(one.config.at("builder") == "nvswitch_node");
+  CHECK(one.config().at("builder") == "nvswitch_node");
   CHECK(one.num_devices() == 8);
   CHECK(one.node(8).in_network_reduction);
   CHECK(one.injection_Bps(one.device(0)) == 450e9);
   const Topology pod = make_topology("dgx-h100-64", "test");
   CHECK(pod.num_devices() == 64);
-  CHECK(pod.config.at("builder") == "rail_optimized");
-  CHECK(pod.config.at("nodes") == 8);
-  CHECK(pod.device_groups.size() == 8);
-  CHECK(pod.device_groups[7] == std::vector<int>{56, 57, 58, 59, 60, 61, 62, 63});
-  CHECK(pod.device_model == "h100");
+  CHECK(pod.config().at("builder") == "rail_optimized");
+  CHECK(pod.config().at("nodes") == 8);
+  CHECK(pod.device_groups().size() == 8);
+  CHECK(pod.device_groups()[7] == std::vector<int>{56, 57, 58, 59, 60, 61, 62, 63});
+  CHECK(pod.device_model() == "h100");
   CHECK(pod.injection_Bps(pod.device(0)) == 450e9 + 50e9);  // NVLink + one 400 Gb/s NIC
   CHECK(*describe(pod).bisection_Bps == 4 * 8 * 50e9);       // (nodes/2) x 8 x 50 GB/s
   CHECK(make_topology("dgx-a100-16", "test").rank_route(0, 8).bottleneck_Bps == 25e9);  // HDR 200 Gb/s
   CHECK(!make_topology("dgx-a100-8", "test").node(8).in_network_reduction);
-  CHECK(make_topology("dgx-h200-24", "test").device_model == "h200");
+  CHECK(make_topology("dgx-h200-24", "test").device_model() == "h200");
   const Topology nvl = make_topology("gb200-nvl72", "test");
   CHECK(nvl.num_devices() == 72);
   CHECK(nvl.injection_Bps(nvl.device(0)) == 900e9);
@@ -86,12 +86,12 @@ TEST_CASE("cloud and B200 presets carry their datasheets' NIC bandwidth per GPU"
   CHECK(error_of("meta-h100-roce-24584").rfind("meta-h100-roce-24584: 24584 GPUs is not a valid meta-h100-roce size;", 0) == 0);
   // The DGX A100 preset gave p4de four times its NIC bandwidth (issue 14): 200 Gb/s vs 50 Gb/s.
   CHECK(nic_Bps("dgx-a100-16") == 4 * nic_Bps("aws-p4de-16"));
-  CHECK(make_topology("aws-p4d-8", "test").device_model == "a100-40gb");
-  CHECK(make_topology("aws-p4de-8", "test").device_model == "a100-80gb");
-  CHECK(make_topology("dgx-a100-8", "test").device_model == "a100-80gb");
-  CHECK(make_topology("aws-p5-8", "test").device_model == "h100");
+  CHECK(make_topology("aws-p4d-8", "test").device_model() == "a100-40gb");
+  CHECK(make_topology("aws-p4de-8", "test").device_model() == "a100-80gb");
+  CHECK(make_topology("dgx-a100-8", "test").device_model() == "a100-80gb");
+  CHECK(make_topology("aws-p5-8", "test").device_model() == "h100");
   const Topology b200 = make_topology("dgx-b200-8", "test");
-  CHECK(b200.device_model == "b200");
+  CHECK(b200.device_model() == "b200");
   CHECK(b200.injection_Bps(b200.device(0)) == 14.4e12 / 2 / 8);  // 14.4 TB/s aggregate, bidirectional, 8 GPUs
   CHECK(b200.node(8).in_network_reduction);
 }
@@ -117,7 +117,7 @@ TEST_CASE("every preset name builds with the size it names") {
   for (const auto& n : names) {
     CAPTURE(n);
     const Topology t = make_topology(n, "test");
-    CHECK(!t.device_model.empty());
+    CHECK(!t.device_model().empty());
     const auto dash = n.find_last_of('-');
     if (n != "gb200-nvl72") CHECK(std::to_string(t.num_devices()) == n.substr(dash + 1));
   }

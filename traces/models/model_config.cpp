@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <string_view>
 #include <fstream>
 #include <sstream>
 
 #include "sim/error.hpp"
+#include "sim/text/strings.hpp"
 #include "traces/importers/json_util.hpp"
 #include "traces/zoo/zoo.hpp"
 
@@ -84,6 +87,109 @@ void llama_like(const Fields& f, ModelSpec& m) {
 
 }  // namespace
 
+namespace {
+
+// One reader per Hugging Face model_type (transformers' *Config classes); the table below is the
+// one list of supported architectures (issue 12).
+void read_gpt2(const Fields& f, ModelSpec& m) {
+  // transformers GPT2Config: n_embd, n_layer, n_head, n_positions, n_inner (None = 4 n_embd),
+  // tied embeddings, LayerNorm, biases everywhere, learned positions, dropout 0.1.
+  m.hidden = f.uint("n_embd");
+  m.layers = f.uint("n_layer");
+  m.heads = f.uint("n_head");
+  m.kv_heads = m.heads;
+  m.ffn = f.uint_or("n_inner", 4 * m.hidden);
+  m.vocab = f.uint("vocab_size");
+  m.max_positions = f.uint("n_positions");
+  m.learned_positions = true;
+  m.tied_embeddings = f.flag_or("tie_word_embeddings", true);
+  m.qkv_bias = m.linear_bias = true;
+  m.dropout = f.number_or("resid_pdrop", 0.1) > 0 || f.number_or("attn_pdrop", 0.1) > 0 ||
+              f.number_or("embd_pdrop", 0.1) > 0;
+}
+
+void read_gpt_neox(const Fields& f, ModelSpec& m) {
+  // GPTNeoXConfig: rotary, LayerNorm, biases (attention_bias default true), untied by default.
+  m.hidden = f.uint("hidden_size");
+  m.layers = f.uint("num_hidden_layers");
+  m.heads = f.uint("num_attention_heads");
+  m.kv_heads = m.heads;
+  m.ffn = f.uint("intermediate_size");
+  m.vocab = f.uint("vocab_size");
+  m.max_positions = f.uint("max_position_embeddings");
+  m.tied_embeddings = f.flag_or("tie_word_embeddings", false);
+  m.qkv_bias = f.flag_or("attention_bias", true);
+  m.linear_bias = true;
+  m.dropout = f.number_or("hidden_dropout", 0.0) > 0 || f.number_or("attention_dropout", 0.0) > 0;
+}
+
+void read_llama(const Fields& f, ModelSpec& m) {
+  llama_like(f, m);
+  m.qkv_bias = f.flag_or("attention_bias", false);  // LlamaConfig: q, k, v and o together
+  m.linear_bias = false;
+  if (m.qkv_bias || f.flag_or("mlp_bias", false)) {
+    throw ConfigError(f.where("attention_bias"), "biased Llama projections",
+                      "attention_bias and mlp_bias false (biased Llama variants are not modelled)");
+  }
+}
+
+void read_mistral(const Fields& f, ModelSpec& m) { llama_like(f, m); }
+
+void read_qwen2(const Fields& f, ModelSpec& m) {
+  llama_like(f, m);
+  m.qkv_bias = true;  // Qwen2Attention: bias on q, k, v only
+}
+
+void read_mixtral(const Fields& f, ModelSpec& m) {
+  llama_like(f, m);
+  m.experts = f.uint("num_local_experts");
+  m.top_k = f.uint("num_experts_per_tok");
+}
+
+void read_qwen2_moe(const Fields& f, ModelSpec& m) {
+  llama_like(f, m);
+  m.qkv_bias = true;
+  m.experts = f.uint("num_experts");
+  m.top_k = f.uint("num_experts_per_tok");
+  m.expert_ffn = f.uint("moe_intermediate_size");
+  m.shared_expert_ffn = f.uint_or("shared_expert_intermediate_size", 0);
+  const bool mixed = f.uint_or("decoder_sparse_step", 1) != 1 ||
+                     (f.has("mlp_only_layers") && !f.raw().at("mlp_only_layers").empty());
+  if (mixed) {
+    throw ConfigError(f.where("decoder_sparse_step"), "dense and MoE layers mixed",
+                      "every layer MoE (decoder_sparse_step 1, no mlp_only_layers)");
+  }
+}
+
+struct HfArchitecture {
+  std::string_view model_type;
+  void (*read)(const Fields&, ModelSpec&);
+};
+constexpr std::array<HfArchitecture, 7> kHfArchitectures{{{"gpt2", read_gpt2},
+                                                          {"gpt_neox", read_gpt_neox},
+                                                          {"llama", read_llama},
+                                                          {"mistral", read_mistral},
+                                                          {"mixtral", read_mixtral},
+                                                          {"qwen2", read_qwen2},
+                                                          {"qwen2_moe", read_qwen2_moe}}};
+
+// Keys of shardsim's own model JSON.
+const std::vector<std::string>& model_json_keys() {
+  static const std::vector<std::string> keys = {
+      "name", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "gated_ffn", "vocab", "max_positions",
+      "learned_positions", "tied_embeddings", "norm", "qkv_bias", "linear_bias", "dropout", "decoder", "experts",
+      "top_k", "expert_ffn", "shared_expert_ffn", "seq", "source"};
+  return keys;
+}
+
+}  // namespace
+
+std::vector<std::string> hf_architectures() {
+  std::vector<std::string> out;
+  for (const auto& a : kHfArchitectures) out.emplace_back(a.model_type);
+  return out;
+}
+
 ModelSpec from_hf_config(const json& j, const std::string& file) {
   const Fields f(j, file);
   ModelSpec m;
@@ -91,67 +197,13 @@ ModelSpec from_hf_config(const json& j, const std::string& file) {
   m.name = stem_name(file);
   m.architecture = f.text_or("model_type", "");
   const std::string& t = m.architecture;
-  if (t == "gpt2") {
-    // transformers GPT2Config: n_embd, n_layer, n_head, n_positions, n_inner (None = 4 n_embd),
-    // tied embeddings, LayerNorm, biases everywhere, learned positions, dropout 0.1.
-    m.hidden = f.uint("n_embd");
-    m.layers = f.uint("n_layer");
-    m.heads = f.uint("n_head");
-    m.kv_heads = m.heads;
-    m.ffn = f.uint_or("n_inner", 4 * m.hidden);
-    m.vocab = f.uint("vocab_size");
-    m.max_positions = f.uint("n_positions");
-    m.learned_positions = true;
-    m.tied_embeddings = f.flag_or("tie_word_embeddings", true);
-    m.qkv_bias = m.linear_bias = true;
-    m.dropout = f.number_or("resid_pdrop", 0.1) > 0 || f.number_or("attn_pdrop", 0.1) > 0 ||
-                f.number_or("embd_pdrop", 0.1) > 0;
-  } else if (t == "gpt_neox") {
-    // GPTNeoXConfig: rotary, LayerNorm, biases (attention_bias default true), untied by default.
-    m.hidden = f.uint("hidden_size");
-    m.layers = f.uint("num_hidden_layers");
-    m.heads = f.uint("num_attention_heads");
-    m.kv_heads = m.heads;
-    m.ffn = f.uint("intermediate_size");
-    m.vocab = f.uint("vocab_size");
-    m.max_positions = f.uint("max_position_embeddings");
-    m.tied_embeddings = f.flag_or("tie_word_embeddings", false);
-    m.qkv_bias = f.flag_or("attention_bias", true);
-    m.linear_bias = true;
-    m.dropout = f.number_or("hidden_dropout", 0.0) > 0 || f.number_or("attention_dropout", 0.0) > 0;
-  } else if (t == "llama" || t == "mistral" || t == "qwen2") {
-    llama_like(f, m);
-    if (t == "llama") {
-      m.qkv_bias = f.flag_or("attention_bias", false);  // LlamaConfig: q, k, v and o together
-      m.linear_bias = false;
-      if (m.qkv_bias || f.flag_or("mlp_bias", false)) {
-        throw ConfigError(f.where("attention_bias"), "biased Llama projections",
-                          "attention_bias and mlp_bias false (biased Llama variants are not modelled)");
-      }
-    } else if (t == "qwen2") {
-      m.qkv_bias = true;  // Qwen2Attention: bias on q, k, v only
-    }
-  } else if (t == "mixtral") {
-    llama_like(f, m);
-    m.experts = f.uint("num_local_experts");
-    m.top_k = f.uint("num_experts_per_tok");
-  } else if (t == "qwen2_moe") {
-    llama_like(f, m);
-    m.qkv_bias = true;
-    m.experts = f.uint("num_experts");
-    m.top_k = f.uint("num_experts_per_tok");
-    m.expert_ffn = f.uint("moe_intermediate_size");
-    m.shared_expert_ffn = f.uint_or("shared_expert_intermediate_size", 0);
-    const bool mixed = f.uint_or("decoder_sparse_step", 1) != 1 ||
-                       (f.has("mlp_only_layers") && !f.raw().at("mlp_only_layers").empty());
-    if (mixed) {
-      throw ConfigError(f.where("decoder_sparse_step"), "dense and MoE layers mixed",
-                        "every layer MoE (decoder_sparse_step 1, no mlp_only_layers)");
-    }
-  } else {
+  const auto* arch = std::find_if(kHfArchitectures.begin(), kHfArchitectures.end(),
+                                  [&](const HfArchitecture& a) { return a.model_type == t; });
+  if (arch == kHfArchitectures.end()) {
     throw ConfigError(f.where("model_type"), t.empty() ? "missing" : fmt::format("'{}'", t),
-                      "one of gpt2, gpt_neox, llama, mistral, mixtral, qwen2, qwen2_moe");
+                      "one of " + text::join(hf_architectures()));
   }
+  arch->read(f, m);
   m.default_seq = m.max_positions;
   m.validate(file + ": ");
   return m;
@@ -159,16 +211,11 @@ ModelSpec from_hf_config(const json& j, const std::string& file) {
 
 ModelSpec from_model_json(const json& j, const std::string& file) {
   const Fields f(j, file);
-  static const std::vector<std::string> keys = {
-      "name", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "gated_ffn", "vocab", "max_positions",
-      "learned_positions", "tied_embeddings", "norm", "qkv_bias", "linear_bias", "dropout", "decoder", "experts",
-      "top_k", "expert_ffn", "shared_expert_ffn", "seq", "source"};
+  const auto& keys = model_json_keys();
   for (const auto& [k, v] : j.items()) {
     if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
       throw ConfigError(fmt::format("{}: /{}", file, k), "an unknown key",
-                        "one of name, layers, hidden, heads, kv_heads, head_dim, ffn, gated_ffn, vocab, max_positions, "
-                        "learned_positions, tied_embeddings, norm, qkv_bias, linear_bias, dropout, decoder, experts, "
-                        "top_k, expert_ffn, shared_expert_ffn, seq, source (or a Hugging Face config with model_type)");
+                        "one of " + text::join(keys) + " (or a Hugging Face config with model_type)");
     }
   }
   ModelSpec m;

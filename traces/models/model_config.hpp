@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <vector>
 
 #include "models/parallel/model_spec.hpp"
 
@@ -24,6 +25,8 @@ namespace shardsim::models {
 /// From a parsed HF config; `file` names it in errors. An unknown model_type is an error
 /// listing the supported ones.
 parallel::ModelSpec from_hf_config(const nlohmann::json& j, const std::string& file);
+/// The Hugging Face model_type values from_hf_config reads, in table order.
+std::vector<std::string> hf_architectures();
 /// From shardsim's own model JSON.
 parallel::ModelSpec from_model_json(const nlohmann::json& j, const std::string& file);
 /// Reads a .json file and dispatches on "model_type" (HF) or not (own format).

@@ -144,19 +144,19 @@ TEST_CASE("a profile maps onto the links of its class") {
 TEST_CASE("a calibrated topology keeps the structure hints and provenance of the original") {
   const auto p = calib::fit_profile(synthetic(), {});
   auto t = calib::record_topology(kSwitch, "test");
-  t.device_groups = {{0, 1}, {2, 3}};
-  t.ring_order = {0, 2, 3, 1};
-  t.devices_forward = true;
-  t.device_model = "h100";
-  t.description = "four hosts";
+  t.set_device_groups({{0, 1}, {2, 3}});
+  t.set_ring_order({0, 2, 3, 1});
+  t.set_devices_forward(true);
+  t.set_device_model("h100");
+  t.set_description("four hosts");
   const auto c = calib::calibrated_topology(t, p);
-  CHECK(c.device_groups == t.device_groups);
-  CHECK(c.ring_order == t.ring_order);
-  CHECK(c.devices_forward);
-  CHECK(c.device_model == "h100");
-  CHECK(c.name == t.name);
-  CHECK(c.description == "four hosts");
-  CHECK(c.config == t.config);
+  CHECK(c.device_groups() == t.device_groups());
+  CHECK(c.ring_order() == t.ring_order());
+  CHECK(c.devices_forward());
+  CHECK(c.device_model() == "h100");
+  CHECK(c.name() == t.name());
+  CHECK(c.description() == "four hosts");
+  CHECK(c.config() == t.config());
   CHECK(c.generation() != t.generation());  // its links changed
 }
 

@@ -123,7 +123,7 @@ int check_all(const topo::Topology& t, OpKind k, std::vector<int> group, double 
     if (!has(*a, k) || a->unsupported(t, op)) continue;
     const auto s = a->build(t, op, {});
     const auto plan = a->data_plan(t, op);
-    INFO(a->name(), " ", to_string(k), " on ", t.name, " n=", op.group.size());
+    INFO(a->name(), " ", to_string(k), " on ", t.name(), " n=", op.group.size());
     CHECK(check_plan(op, plan, s) == "");
     CHECK(s.ranks == op.group.size());
     ++checked;

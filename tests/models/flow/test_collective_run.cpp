@@ -149,7 +149,7 @@ TEST_CASE("a network without the topology's links is refused") {
   sim::Simulator sim;
   sim::FlowNetwork net(sim);
   net.add_link(1e9);
-  const std::string msg = "flow network has 1 links but topology '" + t.name + "' has 8";
+  const std::string msg = "flow network has 1 links but topology '" + t.name() + "' has 8";
   CHECK_THROWS_WITH_AS(CollectiveRun(sim, net, t, op, s, {}), msg.c_str(), std::invalid_argument);
 }
 

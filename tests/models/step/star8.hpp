@@ -15,7 +15,7 @@ inline topo::Topology star8(int slow = -1) {
   for (int i = 0; i < 8; ++i) {
     t.add_duplex(static_cast<topo::NodeId>(i), sw, i == slow ? 0.5e9 : 1e9, 1e-6, topo::LinkClass::ethernet);
   }
-  t.name = "star8";
+  t.set_name("star8");
   return t;
 }
 

@@ -29,7 +29,7 @@ topo::Topology two_planes() {
   const auto b = t.add_switch(topo::Node{"swB", topo::NodeKind::switch_node, {}, {}, false});
   for (int i = 0; i < 4; ++i) t.add_duplex(static_cast<topo::NodeId>(i), a, 1e9, 1e-6, topo::LinkClass::ethernet);
   for (int i = 0; i < 4; ++i) t.add_duplex(static_cast<topo::NodeId>(i), b, 1e9, 1e-6, topo::LinkClass::ethernet);
-  t.name = "two-planes";
+  t.set_name("two-planes");
   return t;
 }
 
@@ -174,5 +174,5 @@ TEST_CASE("fault specs: bad items are clear errors") {
   CHECK(f.link(4).bandwidth_Bps == 0.25e9);
   CHECK(topo::faults_of(f) != nullptr);
   CHECK(topo::faults_of(t) == nullptr);
-  CHECK(f.config.at("faults") == "nic:d2:0.25;down:d5->sw");
+  CHECK(f.config().at("faults") == "nic:d2:0.25;down:d5->sw");
 }
