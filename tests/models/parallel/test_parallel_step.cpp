@@ -138,9 +138,9 @@ TEST_CASE("compute: full recomputation adds one forward per layer, selective the
   const auto sel = simulate_parallel_step(c, dev, comm);
   CHECK(full.slowest.forward_s == doctest::Approx(none.slowest.forward_s).scale(0));
   // 4 micro-batches x 8 layers, each recomputed once (the output layer is not).
-  CHECK(full.slowest.backward_s - none.slowest.backward_s == doctest::Approx(4 * 8 * none.layer_forward_s).epsilon(1e-9).scale(0));
+  CHECK(full.slowest.backward_s - none.slowest.backward_s == doctest::Approx(4 * 8 * none.layer_forward_s).epsilon(1e-12).scale(4 * 8));  // 32 ps: each recomputed forward rounds to a whole ps (sim Time)
   const auto core = parallel::layer_compute(m, dev, {1, 2048, 2, 1, false, true, Recompute::selective}).recompute_s;
-  CHECK(sel.slowest.backward_s - none.slowest.backward_s == doctest::Approx(4 * 8 * core).epsilon(1e-9).scale(0));
+  CHECK(sel.slowest.backward_s - none.slowest.backward_s == doctest::Approx(4 * 8 * core).epsilon(1e-12).scale(4 * 8));  // 32 ps: one whole-ps rounding per recompute
   CHECK(core > 0);
   CHECK(core < none.layer_forward_s);
 }
@@ -279,14 +279,14 @@ TEST_CASE("tp communication overlap: exposed time per layer is the closed form o
                              piped(c_rs, lc.down_fwd_s) + piped(c_ag, lc.down_dgrad_s) + beside(c_rs, lc.up_wgrad_s) +
                              piped(c_ag, lc.out_dgrad_s) + beside(c_rs, lc.qkv_wgrad_s);
     const double n = static_cast<double>(m.layers * mb);
-    CHECK(on.slowest.tp_comm_s == doctest::Approx(n * per_layer).epsilon(1e-6).scale(0));
+    CHECK(on.slowest.tp_comm_s == doctest::Approx(n * per_layer).epsilon(1e-12).scale(8 * n));  // absolute 8 n ps (8 pieces per layer, each a whole ps); the value is 0 when all is hidden
     // Without overlap every collective is exposed: 4 all-gathers and 4 reduce-scatters per layer.
-    CHECK(off.slowest.tp_comm_s == doctest::Approx(n * 4 * (c_ag + c_rs)).epsilon(1e-9).scale(0));
+    CHECK(off.slowest.tp_comm_s == doctest::Approx(n * 4 * (c_ag + c_rs)).epsilon(1e-12).scale(8 * n));  // 8 n collectives, each a whole ps
     // Same collectives, same compute; the step shrinks by what the overlap hides.
     CHECK(on.slowest.tp_collectives == off.slowest.tp_collectives);
     CHECK(on.slowest.forward_s + on.slowest.backward_s ==
-          doctest::Approx(off.slowest.forward_s + off.slowest.backward_s).epsilon(1e-9).scale(0));
-    CHECK(on.step.step_time_s == doctest::Approx(off.step.step_time_s - (off.slowest.tp_comm_s - on.slowest.tp_comm_s)).epsilon(1e-9).scale(0));
+          doctest::Approx(off.slowest.forward_s + off.slowest.backward_s).epsilon(1e-12).scale(16 * n));  // GEMMs split in two pieces: 16 n whole-ps roundings
+    CHECK(on.step.step_time_s == doctest::Approx(off.step.step_time_s - (off.slowest.tp_comm_s - on.slowest.tp_comm_s)).epsilon(1e-12).scale(32 * n));  // 32 n ps: the roundings of the three sums
     const auto& x = on.slowest;
     CHECK(x.forward_s + x.backward_s + x.update_s + x.tp_comm_s + x.pp_bubble_s + x.dp_exposed_s ==
           doctest::Approx(x.step_time_s).epsilon(1e-12).scale(0));
