@@ -25,7 +25,7 @@ TEST_CASE("collective --json carries the documented keys, one object per size") 
     CHECK(o["ranks"] == 64);
     CHECK(o["algorithm"] == "ring");
     // busbw = algbw x 2(n-1)/n (nccl-tests), and time >= the bandwidth lower bound.
-    CHECK(o["busbw_GBps"].get<double>() == doctest::Approx(o["algbw_GBps"].get<double>() * 2.0 * 63 / 64));
+    CHECK(o["busbw_GBps"].get<double>() == doctest::Approx(o["algbw_GBps"].get<double>() * 2.0 * 63 / 64).scale(0));
     CHECK(o["time_s"].get<double>() >= o["lower_bound_s"].get<double>());
   }
   CHECK(j[0]["size_bytes"] == 1 << 20);
@@ -42,7 +42,7 @@ TEST_CASE("ring all-reduce on a 1-D torus: flow and analytical agree and match 2
                       "ring", "--fidelity", fid, "--json"});
     REQUIRE(r.exit_code == 0);
     const auto j = nlohmann::json::parse(r.out);
-    CHECK(j[0]["time_s"].get<double>() == doctest::Approx(expected).epsilon(1e-6));
+    CHECK(j[0]["time_s"].get<double>() == doctest::Approx(expected).epsilon(1e-6).scale(0));
   }
 }
 
@@ -67,7 +67,7 @@ TEST_CASE("same input, same bytes: JSON and timeline; the event-trace fingerprin
   CHECK(trace["otherData"]["transfers"] == 24);
   // Ring on a shared 50 MB/s bus: every step's 4 flows share the medium, so each step takes
   // 4 x (S/4) / B = S / B; 6 steps + 6 x 10 us latency.
-  CHECK(j[0]["time_s"].get<double>() == doctest::Approx(6 * (1048576.0 / 50e6) + 6 * 10e-6).epsilon(1e-6));
+  CHECK(j[0]["time_s"].get<double>() == doctest::Approx(6 * (1048576.0 / 50e6) + 6 * 10e-6).epsilon(1e-6).scale(0));
   // Pinned fingerprint of the event trace (OMNeT++-style): changes only when event order or
   // timing changes. Update deliberately, never to make a test pass.
   CHECK(j[0]["fingerprint"] == "239ad84996209a98");
@@ -143,8 +143,8 @@ TEST_CASE("--groups at flow fidelity: groups through one leaf uplink share it, o
   CHECK(j[0]["size_bytes"] == 16 << 20);
   CHECK(j[2]["size_bytes"] == 32 << 20);
   CHECK(j[0]["config"]["groups"] == "0,2;1,3");
-  for (int i : {0, 1}) CHECK(j[i]["time_s"].get<double>() == doctest::Approx(2 * (alpha + 2 * beta)).epsilon(1e-9));
-  for (int i : {2, 3}) CHECK(j[i]["time_s"].get<double>() == doctest::Approx(2 * (alpha + 4 * beta)).epsilon(1e-9));
+  for (int i : {0, 1}) CHECK(j[i]["time_s"].get<double>() == doctest::Approx(2 * (alpha + 2 * beta)).epsilon(1e-9).scale(0));
+  for (int i : {2, 3}) CHECK(j[i]["time_s"].get<double>() == doctest::Approx(2 * (alpha + 4 * beta)).epsilon(1e-9).scale(0));
   // Analytical: each group's closed form alone, and the output says so.
   auto a = run_cli({"collective", "--topology", topo, "--bytes", "16MiB", "--algorithm", "ring", "--groups", "0,2;1,3",
                     "--json"});
@@ -152,7 +152,7 @@ TEST_CASE("--groups at flow fidelity: groups through one leaf uplink share it, o
   const auto ja = nlohmann::json::parse(a.out);
   REQUIRE(ja.size() == 2);
   for (int i : {0, 1}) {
-    CHECK(ja[i]["time_s"].get<double>() == doctest::Approx(2 * (alpha + beta)).epsilon(1e-9));
+    CHECK(ja[i]["time_s"].get<double>() == doctest::Approx(2 * (alpha + beta)).epsilon(1e-9).scale(0));
     CHECK(ja[i]["concurrency"] == "none: each group's closed form, alone (use --fidelity flow)");
   }
   auto table = run_cli({"collective", "--topology", topo, "--bytes", "16MiB", "--algorithm", "ring", "--groups",

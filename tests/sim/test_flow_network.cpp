@@ -29,7 +29,7 @@ TEST_CASE("one flow alone takes bytes / capacity") {
   const std::vector<FlowNetwork::LinkIndex> r{l};
   f.net.start(r, 1e6, 7);
   f.sim.run();
-  CHECK(f.done_at.at(7) == doctest::Approx(1e-3).epsilon(1e-9));
+  CHECK(f.done_at.at(7) == doctest::Approx(1e-3).epsilon(1e-9).scale(0));
 }
 
 TEST_CASE("two flows share a link fairly; the survivor speeds up") {
@@ -41,8 +41,8 @@ TEST_CASE("two flows share a link fairly; the survivor speeds up") {
   f.net.start(r, 2e6, 1);
   f.net.start(r, 1e6, 2);
   f.sim.run();
-  CHECK(f.done_at.at(2) == doctest::Approx(2e-3).epsilon(1e-9));
-  CHECK(f.done_at.at(1) == doctest::Approx(3e-3).epsilon(1e-9));
+  CHECK(f.done_at.at(2) == doctest::Approx(2e-3).epsilon(1e-9).scale(0));
+  CHECK(f.done_at.at(1) == doctest::Approx(3e-3).epsilon(1e-9).scale(0));
 }
 
 TEST_CASE("max-min fairness by progressive filling (Bertsekas-Gallager example)") {
@@ -56,9 +56,9 @@ TEST_CASE("max-min fairness by progressive filling (Bertsekas-Gallager example)"
   auto f2 = f.net.start(r2, 1e9, 2);
   auto f3 = f.net.start(r3, 1e9, 3);
   f.sim.run_until(Time::from_ns(1));
-  CHECK(f.net.rate(f1) == doctest::Approx(0.5e9));
-  CHECK(f.net.rate(f2) == doctest::Approx(0.5e9));
-  CHECK(f.net.rate(f3) == doctest::Approx(1.5e9));
+  CHECK(f.net.rate(f1) == doctest::Approx(0.5e9).scale(0));
+  CHECK(f.net.rate(f2) == doctest::Approx(0.5e9).scale(0));
+  CHECK(f.net.rate(f3) == doctest::Approx(1.5e9).scale(0));
 }
 
 TEST_CASE("rates are re-solved transitively: freeing link A changes a flow that never used A") {
@@ -74,11 +74,11 @@ TEST_CASE("rates are re-solved transitively: freeing link A changes a flow that 
   auto ff = f.net.start(rf, 1e9, 2);
   auto fg = f.net.start(rg, 1e9, 3);
   f.sim.run_until(Time::from_us(500));
-  CHECK(f.net.rate(fg) == doctest::Approx(1.5e9));
+  CHECK(f.net.rate(fg) == doctest::Approx(1.5e9).scale(0));
   f.sim.run_until(Time::from_us(1500));
-  CHECK(f.done_at.at(1) == doctest::Approx(1e-3).epsilon(1e-9));
-  CHECK(f.net.rate(ff) == doctest::Approx(1e9));
-  CHECK(f.net.rate(fg) == doctest::Approx(1e9));
+  CHECK(f.done_at.at(1) == doctest::Approx(1e-3).epsilon(1e-9).scale(0));
+  CHECK(f.net.rate(ff) == doctest::Approx(1e9).scale(0));
+  CHECK(f.net.rate(fg) == doctest::Approx(1e9).scale(0));
 }
 
 TEST_CASE("n flows on one shared link take n times longer than one") {
@@ -87,7 +87,7 @@ TEST_CASE("n flows on one shared link take n times longer than one") {
   const std::vector<FlowNetwork::LinkIndex> r{l};
   for (std::uint64_t i = 0; i < 16; ++i) f.net.start(r, 1e6, i);
   f.sim.run();
-  for (std::uint64_t i = 0; i < 16; ++i) CHECK(f.done_at.at(i) == doctest::Approx(16e6 / 10e9).epsilon(1e-9));
+  for (std::uint64_t i = 0; i < 16; ++i) CHECK(f.done_at.at(i) == doctest::Approx(16e6 / 10e9).epsilon(1e-9).scale(0));
   CHECK(f.net.stats().flows_completed == 16);
   CHECK(f.net.active_flows() == 0);
 }
@@ -101,8 +101,8 @@ TEST_CASE("zero-byte flows and empty routes complete at the current time") {
     f.net.start(none, 1e6, 2);
   });
   f.sim.run();
-  CHECK(f.done_at.at(1) == doctest::Approx(3e-6));
-  CHECK(f.done_at.at(2) == doctest::Approx(3e-6));
+  CHECK(f.done_at.at(1) == doctest::Approx(3e-6).scale(0));
+  CHECK(f.done_at.at(2) == doctest::Approx(3e-6).scale(0));
   CHECK_THROWS_AS(f.net.add_link(0), std::invalid_argument);
   CHECK_THROWS_AS(f.net.add_link(-1), std::invalid_argument);
 }
@@ -122,7 +122,7 @@ TEST_CASE("flows started from completion callbacks chain correctly") {
   net.start(r, 1e6, 0);
   sim.run();
   CHECK(chained == 9);
-  CHECK(sim.now().to_seconds() == doctest::Approx(10e-3).epsilon(1e-9));
+  CHECK(sim.now().to_seconds() == doctest::Approx(10e-3).epsilon(1e-9).scale(0));
 }
 
 TEST_CASE("starting flows as a batch is starting them one by one") {
@@ -164,7 +164,7 @@ TEST_CASE("a route naming a link that does not exist is refused before anything 
   const std::vector<FlowNetwork::LinkIndex> r{l};
   f.net.start(r, 1e6, 2);
   f.sim.run();
-  CHECK(f.done_at.at(2) == doctest::Approx(1e-3).epsilon(1e-9));
+  CHECK(f.done_at.at(2) == doctest::Approx(1e-3).epsilon(1e-9).scale(0));
 }
 
 // Clients: one contention system, completions dispatched per client with no extra event.
@@ -231,7 +231,7 @@ TEST_CASE("clients share links max-min and each gets its own completions, once p
   CHECK(calls[0] == std::make_pair('A', std::vector<std::uint64_t>{FlowNetwork::kMaxTag}));
   CHECK(calls[1] == std::make_pair('B', std::vector<std::uint64_t>{7}));
   CHECK(calls[2] == std::make_pair('A', std::vector<std::uint64_t>{7}));
-  CHECK(when[1] == doctest::Approx(2e-3).epsilon(1e-9));
+  CHECK(when[1] == doctest::Approx(2e-3).epsilon(1e-9).scale(0));
   CHECK(when[2] == when[1]);
   // The signal carries network tags: client in the high bits.
   REQUIRE(flow_tags.size() == 3);
@@ -263,7 +263,7 @@ TEST_CASE("a removed client's flows keep their share, their completions are drop
   });
   sim.run();
   CHECK(b_calls == 0);
-  CHECK(a_done == doctest::Approx(3e-3).epsilon(1e-9));
+  CHECK(a_done == doctest::Approx(3e-3).epsilon(1e-9).scale(0));
   const auto again = net.add_client(nullptr);
   CHECK(again == cb);  // freed last (when its flow ended), reused first
   CHECK(net.client_count() == 3);

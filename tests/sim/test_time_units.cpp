@@ -33,13 +33,13 @@ TEST_CASE("sizes: K/M/G are 1024^k, KB/MB/GB 1000^k") {
 }
 
 TEST_CASE("rates: bytes and bits") {
-  CHECK(units::parse_rate_Bps("100GB/s", "bw") == doctest::Approx(100e9));
-  CHECK(units::parse_rate_Bps("400Gb/s", "bw") == doctest::Approx(50e9));
-  CHECK(units::parse_rate_Bps("400Gbps", "bw") == doctest::Approx(50e9));
-  CHECK(units::parse_rate_Bps("400Mbit", "bw") == doctest::Approx(50e6));
-  CHECK(units::parse_rate_Bps("50MB/s", "bw") == doctest::Approx(50e6));
-  CHECK(units::parse_seconds("1us", "lat") == doctest::Approx(1e-6));
-  CHECK(units::parse_seconds("936ns", "lat") == doctest::Approx(936e-9));
+  CHECK(units::parse_rate_Bps("100GB/s", "bw") == doctest::Approx(100e9).scale(0));
+  CHECK(units::parse_rate_Bps("400Gb/s", "bw") == doctest::Approx(50e9).scale(0));
+  CHECK(units::parse_rate_Bps("400Gbps", "bw") == doctest::Approx(50e9).scale(0));
+  CHECK(units::parse_rate_Bps("400Mbit", "bw") == doctest::Approx(50e6).scale(0));
+  CHECK(units::parse_rate_Bps("50MB/s", "bw") == doctest::Approx(50e6).scale(0));
+  CHECK(units::parse_seconds("1us", "lat") == doctest::Approx(1e-6).scale(0));
+  CHECK(units::parse_seconds("936ns", "lat") == doctest::Approx(936e-9).scale(0));
 }
 
 TEST_CASE("size ranges follow nccl-tests -b/-e/-f") {
@@ -111,7 +111,7 @@ TEST_CASE("the simulated time range: conversions throw TimeRangeError with the s
     (void)Time::from_ms(1e300);  // 1e300 ms x 1e9 ps/ms overflows the double: still 1e297 s
     FAIL("no TimeRangeError");
   } catch (const TimeRangeError& e) {
-    CHECK(e.seconds() == doctest::Approx(1e297));
+    CHECK(e.seconds() == doctest::Approx(1e297).scale(0));
     CHECK(std::string(e.what()) ==
           "a simulated time of 1e+297 s is beyond the int64 picosecond range (+-9.2e+06 s, about 106 days)");
   }
@@ -120,8 +120,8 @@ TEST_CASE("the simulated time range: conversions throw TimeRangeError with the s
 TEST_CASE("rates and times whose simulated times cannot be represented are bad input") {
   // One byte at the slowest accepted rate takes exactly the range.
   CHECK(units::kMinRate_Bps == 1 / Time::kMaxSeconds);
-  CHECK(units::parse_rate_Bps("0.11B/s", "bw") == doctest::Approx(0.11));  // 1 byte in 9.1 s
-  CHECK(units::parse_rate_Bps("1.1e-7B/s", "bw") == doctest::Approx(1.1e-7));
+  CHECK(units::parse_rate_Bps("0.11B/s", "bw") == doctest::Approx(0.11).scale(0));  // 1 byte in 9.1 s
+  CHECK(units::parse_rate_Bps("1.1e-7B/s", "bw") == doctest::Approx(1.1e-7).scale(0));
   CHECK_THROWS_WITH(units::parse_rate_Bps("1e-7B/s", "/bw"),
                     "/bw: rate '1e-7B/s' moves one byte in 1e+07 s, beyond the simulated time range; expected a rate "
                     "of at least 1.09e-07 B/s (one byte within 9.2e+06 s, about 106 days)");
@@ -129,7 +129,7 @@ TEST_CASE("rates and times whose simulated times cannot be represented are bad i
                     "/bw: rate '1e-300GB/s' moves one byte in 1e+291 s, beyond the simulated time range; expected a "
                     "rate of at least 1.09e-07 B/s (one byte within 9.2e+06 s, about 106 days)");
   CHECK(units::parse_seconds("9.2e6s", "/lat") == 9.2e6);
-  CHECK(units::parse_seconds("106ms", "/lat") == doctest::Approx(0.106));
+  CHECK(units::parse_seconds("106ms", "/lat") == doctest::Approx(0.106).scale(0));
   CHECK_THROWS_WITH(units::parse_seconds("1e300s", "/lat"),
                     "/lat: time '1e300s' is beyond the simulated time range; expected a time of at most 9.2e+06 s "
                     "(about 106 days)");

@@ -77,7 +77,7 @@ TEST_CASE("torus 4x4 with wraparound: counts, coordinates and shortest-direction
   CHECK(route_nodes(t, 0, 2) == Nodes{0, 1, 2});            // tie (2 = 4/2) goes positive
   CHECK(route_nodes(t, 0, 15) == Nodes{0, 12, 15});         // dimension 0 first, both -1
   CHECK(route_nodes(t, 0, 10) == Nodes{0, 4, 8, 9, 10});    // ties: +2 then +2
-  CHECK(t.rank_route(0, 2).latency_s == doctest::Approx(2e-6));
+  CHECK(t.rank_route(0, 2).latency_s == doctest::Approx(2e-6).scale(0));
   CHECK(t.rank_route(0, 2).bottleneck_Bps == 100e9);
   CHECK(t.injection_Bps(t.device(0)) == 400e9);  // 4 links of 100 GB/s
   CHECK(t.config() == nlohmann::json{{"builder", "torus"}, {"dims", {4, 4}}, {"bw", "100GB/s"}, {"lat", "1us"},
@@ -149,7 +149,7 @@ TEST_CASE("nvswitch_node, switch and bus") {
   CHECK(nv.num_links() == 16);
   CHECK(nv.node(8).in_network_reduction);
   CHECK(route_nodes(nv, 0, 5) == Nodes{0, 8, 5});
-  CHECK(nv.rank_route(0, 5).latency_s == doctest::Approx(0.5e-6));
+  CHECK(nv.rank_route(0, 5).latency_s == doctest::Approx(0.5e-6).scale(0));
   CHECK(nv.link(0).cls == LinkClass::nvlink);
   CHECK(nv.injection_Bps(nv.device(3)) == 450e9);
 
@@ -170,7 +170,7 @@ TEST_CASE("nvswitch_node, switch and bus") {
       const Route& r = bus.rank_route(a, b);
       REQUIRE(r.links.size() == 3);
       CHECK(r.links[1] == 0);  // every flow crosses the one medium link
-      CHECK(r.latency_s == doctest::Approx(10e-6));
+      CHECK(r.latency_s == doctest::Approx(10e-6).scale(0));
     }
   }
 }

@@ -30,7 +30,7 @@ inline bool route_is_valid(const Topology& t, std::size_t a, std::size_t b) {
     at = t.link(l).dst;
     lat += t.link(l).latency_s;
   }
-  return at == t.device(b) && lat == doctest::Approx(r.latency_s);
+  return at == t.device(b) && lat == doctest::Approx(r.latency_s).scale(0);
 }
 
 /// The ConfigError message of building `spec`, or "" when it builds.

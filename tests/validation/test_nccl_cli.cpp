@@ -55,7 +55,7 @@ TEST_CASE("collective --ranks 2 --ranks-per-node 1: two nodes x one GPU, through
   // Ring/Simple latency across 2 nodes of 1: base 8.4 + 2 inter steps x (NET Tree/Simple 14,
   // ppn 1) x 1.4 plateau; 0 intra steps.
   const double t_us = (8.4 + 2 * 14.0) * 1.4 + static_cast<double>(1ull << 30) / (1000 * nic);
-  CHECK(placed[0].time_s == doctest::Approx(t_us * 1e-6).epsilon(1e-9));
+  CHECK(placed[0].time_s == doctest::Approx(t_us * 1e-6).epsilon(1e-9).scale(0));
   CHECK(packed[0].busbw_GBps > 5 * placed[0].busbw_GBps);
   CHECK(placed[0].config["ranks_per_node"] == 1);
   o.ranks_per_node = 1;
@@ -84,7 +84,7 @@ TEST_CASE("validate --algorithm auto: NCCL's time on a GPU preset, the record's 
   op.size_bytes = r.bytes;
   op.group = {0, 8};
   const auto t = topo::make_topology("dgx-h100-16", "t");
-  CHECK(rows[0].predicted_us == doctest::Approx(coll::nccl_predict(t, op).time_s * 1e6));
+  CHECK(rows[0].predicted_us == doctest::Approx(coll::nccl_predict(t, op).time_s * 1e6).scale(0));
   // An algorithm that cannot run says so and points to auto.
   o.algorithm = "in-network";
   CHECK_THROWS_WITH_AS(validation::predict({r}, o),

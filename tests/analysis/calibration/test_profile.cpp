@@ -56,10 +56,10 @@ TEST_CASE("fit recovers alpha from ping-pong and efficiency from the exchange") 
   REQUIRE(p.classes.size() == 1);
   const auto& c = p.classes[0];
   CHECK(c.cls == topo::LinkClass::ethernet);
-  CHECK(c.alpha_s == doctest::Approx(100e-6).epsilon(1e-9));
-  CHECK(*c.efficiency == doctest::Approx(0.87).epsilon(1e-9));
-  CHECK(*c.fits.at("pingpong").efficiency == doctest::Approx(0.93).epsilon(1e-9));
-  CHECK(c.fits.at("exchange").alpha_s == doctest::Approx(100e-6).epsilon(1e-9));
+  CHECK(c.alpha_s == doctest::Approx(100e-6).epsilon(1e-9).scale(0));
+  CHECK(*c.efficiency == doctest::Approx(0.87).epsilon(1e-9).scale(0));
+  CHECK(*c.fits.at("pingpong").efficiency == doctest::Approx(0.93).epsilon(1e-9).scale(0));
+  CHECK(c.fits.at("exchange").alpha_s == doctest::Approx(100e-6).epsilon(1e-9).scale(0));
   CHECK(c.fits.at("exchange").alpha_fixed);
   CHECK(c.fits.at("exchange").weighting == "absolute");
   CHECK_FALSE(c.fits.at("pingpong").alpha_fixed);
@@ -73,15 +73,15 @@ TEST_CASE("fit recovers alpha from ping-pong and efficiency from the exchange") 
 
 TEST_CASE("exchange on a bus: both directions share the medium, so T_decl = 2 S / B") {
   const auto t = calib::record_topology(kBus, "test");
-  CHECK(calib::declared_p2p_time(t, "exchange", 1, 1e6).first == doctest::Approx(2e6 / kB).epsilon(1e-12));
-  CHECK(calib::declared_p2p_time(t, "pingpong", 1, 1e6).first == doctest::Approx(1e6 / kB).epsilon(1e-12));
+  CHECK(calib::declared_p2p_time(t, "exchange", 1, 1e6).first == doctest::Approx(2e6 / kB).epsilon(1e-12).scale(0));
+  CHECK(calib::declared_p2p_time(t, "pingpong", 1, 1e6).first == doctest::Approx(1e6 / kB).epsilon(1e-12).scale(0));
   const auto sw = calib::record_topology(kSwitch, "test");
-  CHECK(calib::declared_p2p_time(sw, "exchange", 1, 1e6).first == doctest::Approx(1e6 / kB).epsilon(1e-12));
+  CHECK(calib::declared_p2p_time(sw, "exchange", 1, 1e6).first == doctest::Approx(1e6 / kB).epsilon(1e-12).scale(0));
   const nlohmann::json two = {{"builder", "fat_tree"}, {"hosts", 4},        {"hosts_per_leaf", 2}, {"bw", "400Mbit"},
                               {"uplink_bw", "200Mbit"}, {"spines", 1},      {"lat", "20us"},       {"class", "ethernet"}};
   const auto ft = calib::record_topology(two, "test");
-  CHECK(calib::declared_p2p_time(ft, "exchange", 1, 1e6).first == doctest::Approx(1e6 / kB).epsilon(1e-12));
-  CHECK(calib::declared_p2p_time(ft, "exchange", 2, 1e6).first == doctest::Approx(2e6 / kB).epsilon(1e-12));
+  CHECK(calib::declared_p2p_time(ft, "exchange", 1, 1e6).first == doctest::Approx(1e6 / kB).epsilon(1e-12).scale(0));
+  CHECK(calib::declared_p2p_time(ft, "exchange", 2, 1e6).first == doctest::Approx(2e6 / kB).epsilon(1e-12).scale(0));
   // Measured on a bus: each direction at half the medium's achieved rate.
   std::vector<logs::BenchRecord> v;
   for (std::uint64_t s = 64 << 10; s <= (4u << 20); s *= 2) {
@@ -92,7 +92,7 @@ TEST_CASE("exchange on a bus: both directions share the medium, so T_decl = 2 S 
     v.push_back(x);
   }
   const auto prof = calib::fit_profile(v, {});
-  CHECK(*prof.classes.at(0).efficiency == doctest::Approx(0.95).epsilon(1e-9));
+  CHECK(*prof.classes.at(0).efficiency == doctest::Approx(0.95).epsilon(1e-9).scale(0));
 }
 
 TEST_CASE("a negative ping-pong intercept is refitted with alpha = 0; exchange jitter at small sizes barely moves eff") {
@@ -107,7 +107,7 @@ TEST_CASE("a negative ping-pong intercept is refitted with alpha = 0; exchange j
   const auto& c = prof.classes.at(0);
   CHECK(c.alpha_s == 0.0);
   CHECK(c.fits.at("pingpong").alpha_s == 0.0);
-  CHECK(*c.efficiency == doctest::Approx(0.95).epsilon(1e-3));
+  CHECK(*c.efficiency == doctest::Approx(0.95).epsilon(1e-3).scale(0));
 }
 
 TEST_CASE("profile JSON round trip and strict loading") {
@@ -134,11 +134,11 @@ TEST_CASE("a profile maps onto the links of its class") {
   const auto c = calib::calibrated_topology(t, p);
   REQUIRE(c.num_links() == t.num_links());
   for (topo::LinkId l = 0; l < c.num_links(); ++l) {
-    CHECK(c.link(l).bandwidth_Bps == doctest::Approx(t.link(l).bandwidth_Bps * 0.87).epsilon(1e-9));
+    CHECK(c.link(l).bandwidth_Bps == doctest::Approx(t.link(l).bandwidth_Bps * 0.87).epsilon(1e-9).scale(0));
     CHECK(c.link(l).latency_s == 0.0);
   }
   CHECK(c.rank_route(0, 3).links == t.rank_route(0, 3).links);
-  CHECK(calib::calibrated_cost(t, p).step_overhead_s == doctest::Approx(100e-6).epsilon(1e-9));
+  CHECK(calib::calibrated_cost(t, p).step_overhead_s == doctest::Approx(100e-6).epsilon(1e-9).scale(0));
 }
 
 TEST_CASE("a calibrated topology keeps the structure hints and provenance of the original") {
@@ -164,8 +164,8 @@ TEST_CASE("apply_profile: topology and step overhead; a profile of another link 
   const auto p = calib::fit_profile(synthetic(), {});
   const auto t = calib::record_topology(kSwitch, "test");
   const auto a = calib::apply_profile(t, p);
-  CHECK(a.topology.link(0).bandwidth_Bps == doctest::Approx(t.link(0).bandwidth_Bps * 0.87).epsilon(1e-9));
-  CHECK(a.cost.step_overhead_s == doctest::Approx(100e-6).epsilon(1e-9));
+  CHECK(a.topology.link(0).bandwidth_Bps == doctest::Approx(t.link(0).bandwidth_Bps * 0.87).epsilon(1e-9).scale(0));
+  CHECK(a.cost.step_overhead_s == doctest::Approx(100e-6).epsilon(1e-9).scale(0));
   auto nv = calib::record_topology(
       nlohmann::json{{"builder", "switch"}, {"n", 4}, {"bw", "400Gb/s"}, {"lat", "1us"}, {"class", "nvlink"}}, "test");
   CHECK_THROWS_WITH_AS(calib::apply_profile(nv, p, {}, "--profile"),
@@ -189,9 +189,9 @@ TEST_CASE("collective --profile predicts on the calibrated topology with alpha a
   const auto r = cli::run_collective(o).at(0);
   // ring all-reduce, 4 ranks: 2 (n-1) steps of S/n at 0.87 x 400 Mbit/s, alpha 100 us each.
   const double expected = 6 * (100e-6 + (4.0 * (1 << 20) / 4) / (0.87 * kB));
-  CHECK(r.time_s == doctest::Approx(expected).epsilon(1e-6));
+  CHECK(r.time_s == doctest::Approx(expected).epsilon(1e-6).scale(0));
   CHECK(r.config.at("profile").at("file") == path);
-  CHECK(r.config.at("step_overhead_s").get<double>() == doctest::Approx(100e-6).epsilon(1e-9));
+  CHECK(r.config.at("step_overhead_s").get<double>() == doctest::Approx(100e-6).epsilon(1e-9).scale(0));
   o.step_overhead = "5us";
   CHECK_THROWS_WITH_AS(cli::run_collective(o),
                        "--profile: both --profile and --step-overhead; expected one of them (the profile's alpha is "

@@ -48,21 +48,21 @@ TEST_CASE("NCCL system of a DGX H100 pair: NVLink at NCCL's 20.6 GB/s x 18 links
   CHECK(s.nodes == 2);
   CHECK(s.local_ranks == 8);
   const double nvl = 450.0 * 20.6 / 25.0;  // = 18 x 20.6 = 370.8 GB/s (topo.h SM90_NVLINK_BW)
-  CHECK(nvl == doctest::Approx(18 * 20.6));
-  CHECK(s.ring_GBps == doctest::Approx(std::min(nvl, 8 * 50.0 * kIbEff)));
+  CHECK(nvl == doctest::Approx(18 * 20.6).scale(0));
+  CHECK(s.ring_GBps == doctest::Approx(std::min(nvl, 8 * 50.0 * kIbEff)).scale(0));
   // A 2-node tree may run its intra-node part at up to twice the network's rate.
-  CHECK(s.tree_intra_GBps == doctest::Approx(std::min(nvl, 2 * 8 * 50.0 * kIbEff)));
+  CHECK(s.tree_intra_GBps == doctest::Approx(std::min(nvl, 2 * 8 * 50.0 * kIbEff)).scale(0));
   CHECK(s.nvls);
   CHECK(s.nvls_channels == 16);
-  CHECK(s.nvls_intra_GBps == doctest::Approx(20.6));
-  CHECK(s.nvls_inter_GBps == doctest::Approx(8 * 50.0 * kIbEff / 16));
+  CHECK(s.nvls_intra_GBps == doctest::Approx(20.6).scale(0));
+  CHECK(s.nvls_inter_GBps == doctest::Approx(8 * 50.0 * kIbEff / 16).scale(0));
   CHECK_FALSE(s.collnet);
 }
 
 TEST_CASE("NIC striping: a NIC-bound ring runs at the node's NIC sum, not one NIC") {
   const auto t = topo::make_topology(fast_nvlink_2x8(), "t");
   const auto s = nccl_system(t, op_of(OpKind::allreduce, 16, 1 << 30));
-  CHECK(s.ring_GBps == doctest::Approx(8 * 50.0 * kIbEff));
+  CHECK(s.ring_GBps == doctest::Approx(8 * 50.0 * kIbEff).scale(0));
   // 2 nodes x 1 GPU: that GPU's one NIC.
   CollectiveOp two;
   two.kind = OpKind::allreduce;
@@ -71,7 +71,7 @@ TEST_CASE("NIC striping: a NIC-bound ring runs at the node's NIC sum, not one NI
   const auto s2 = nccl_system(t, two);
   CHECK(s2.nodes == 2);
   CHECK(s2.local_ranks == 1);
-  CHECK(s2.ring_GBps == doctest::Approx(50.0 * kIbEff));
+  CHECK(s2.ring_GBps == doctest::Approx(50.0 * kIbEff).scale(0));
   // Ring/Simple across 2 nodes of 8: algbw = busBw x n / (2(n-1)); a large buffer's time is
   // S / algbw plus the latency (x 1.4 plateau).
   const std::uint64_t S = 8ull << 30;
@@ -84,7 +84,7 @@ TEST_CASE("NIC striping: a NIC-bound ring runs at the node's NIC sum, not one NI
   // Latency: baseLat 8.4 + 28 intra steps x max(hwLat NVLink ring Simple 3.4, 3 x 1 us net
   // overhead) + 2 inter steps x hwLat NET ring Simple 14; x 1.4.
   const double lat_us = (8.4 + 28 * 3.4 + 2 * 14.0) * 1.4;
-  CHECK(p.time_s == doctest::Approx((lat_us + static_cast<double>(S) / (1000 * algbw)) * 1e-6).epsilon(1e-9));
+  CHECK(p.time_s == doctest::Approx((lat_us + static_cast<double>(S) / (1000 * algbw)) * 1e-6).epsilon(1e-9).scale(0));
 }
 
 TEST_CASE("small messages: NCCL's Tree/LL latency on 2 x 8 GPUs, worked from tuning.cc") {
@@ -97,10 +97,10 @@ TEST_CASE("small messages: NCCL's Tree/LL latency on 2 x 8 GPUs, worked from tun
   // algorithm bandwidth; the tree correction for 8 B (log2(8 >> 6) = 0) is 1.0.
   const double bus = std::min(18 * 20.6, 2 * 8 * 50.0 * kIbEff) * 0.92;
   const double bw = std::min(bus / 3.8, 39.0) * 0.5;
-  CHECK(p.time_s == doctest::Approx((lat_us + 8.0 / (1000 * bw)) * 1e-6).epsilon(1e-9));
+  CHECK(p.time_s == doctest::Approx((lat_us + 8.0 / (1000 * bw)) * 1e-6).epsilon(1e-9).scale(0));
   // The measured in-place time of this size on 2 x 8 H100 (nccl-tests#309) is 24.70 us; the
   // model without NCCL's latency terms gave 7 us.
-  CHECK(p.time_s * 1e6 == doctest::Approx(25.2).epsilon(0.001));
+  CHECK(p.time_s * 1e6 == doctest::Approx(25.2).epsilon(0.001).scale(0));
 }
 
 TEST_CASE("NVLS on one H100 node: 16 channels x one NVLink's 20.6 GB/s x 5/6, latency 25 us") {
@@ -109,9 +109,9 @@ TEST_CASE("NVLS on one H100 node: 16 channels x one NVLink's 20.6 GB/s x 5/6, la
   const auto p = nccl_predict(t, op_of(OpKind::allreduce, 8, S));
   CHECK(p.name == "NVLS/Simple");
   const double algbw = 16 * 20.6 * 5.0 / 6.0;
-  CHECK(p.time_s == doctest::Approx((25.0 + static_cast<double>(S) / (1000 * algbw)) * 1e-6).epsilon(1e-9));
+  CHECK(p.time_s == doctest::Approx((25.0 + static_cast<double>(S) / (1000 * algbw)) * 1e-6).epsilon(1e-9).scale(0));
   // busbw 2 (n-1)/n x algbw = 480.7 GB/s (measured 475-480 on 8 x H100, corpus).
-  CHECK(algbw * 14 / 8 == doctest::Approx(480.7).epsilon(0.001));
+  CHECK(algbw * 14 / 8 == doctest::Approx(480.7).epsilon(0.001).scale(0));
   // A100 has no NVLink SHARP: NCCL_ALGO=NVLS leaves nothing, NCCL falls back to the ring.
   const auto a = topo::make_topology("dgx-a100-8", "t");
   NcclOptions o;
@@ -152,7 +152,7 @@ TEST_CASE("PAT: reduce-scatter at one GPU per node only") {
   const auto t1 = nccl::tune(s1, one.kind);
   CHECK(t1[static_cast<std::size_t>(nccl::Algo::pat)][2].bw_GBps > 0);
   // Latency 8 + log2(2) x (hwLat NET Tree/Simple 14 / 3.5) + 2 x 2.8.
-  CHECK(t1[static_cast<std::size_t>(nccl::Algo::pat)][2].latency_us == doctest::Approx(8 + 14.0 / 3.5 + 5.6));
+  CHECK(t1[static_cast<std::size_t>(nccl::Algo::pat)][2].latency_us == doctest::Approx(8 + 14.0 / 3.5 + 5.6).scale(0));
   const auto s8 = nccl_system(t, op_of(OpKind::reducescatter, 16, 1 << 20));
   CHECK(nccl::tune(s8, OpKind::reducescatter)[static_cast<std::size_t>(nccl::Algo::pat)][2].bw_GBps == 0);
 }
@@ -192,7 +192,7 @@ TEST_CASE("ring-channels at flow fidelity: one ring per rail, every NIC busy, NC
   CHECK(channels_s <= bw_term * 1.005);
   CHECK(ring_s >= 8 * bw_term);
   // The closed form of ring-channels (step_hop over all channels at once) agrees.
-  CHECK(rc.analytical(t, op, {}).time_s == doctest::Approx(channels_s).epsilon(0.005));
+  CHECK(rc.analytical(t, op, {}).time_s == doctest::Approx(channels_s).epsilon(0.005).scale(0));
   // NCCL's Ring/Simple: busbw = min(NVLink x 0.824, 8 NICs x IB wire efficiency) = 397.5 GB/s
   // (nccl_model.hpp) against the flow's 400 GB/s line rate (0.63 %), plus NCCL's latency terms
   // (about 0.5 % at 4 GiB): the two fidelities agree within 2 %.
@@ -200,7 +200,7 @@ TEST_CASE("ring-channels at flow fidelity: one ring per rail, every NIC busy, NC
   o.allowed = nccl_algo_mask("Ring", "test");
   const auto p = nccl_predict(t, op, o);
   CHECK(p.name == "Ring/Simple");
-  CHECK(p.system.ring_GBps == doctest::Approx(8 * 50 * kIbEff));
+  CHECK(p.system.ring_GBps == doctest::Approx(8 * 50 * kIbEff).scale(0));
   CHECK(std::abs(channels_s - p.time_s) / p.time_s < 0.02);
   // auto schedules NCCL's ring as ring-channels across nodes, the plain ring inside one.
   CHECK(nccl_auto(t, op, o)->schedule->name() == "ring-channels");
@@ -216,16 +216,16 @@ TEST_CASE("NVLS on Blackwell: the Hopper-set NVLS channel x nvlsEfficiency 0.74 
   const auto op = op_of(OpKind::allreduce, 8, S);
   const auto s = nccl_system(t, op);
   CHECK(s.arch == nccl::Arch::blackwell);
-  CHECK(s.nvls_intra_GBps == doctest::Approx(40.1 * 0.74 / 0.85));
+  CHECK(s.nvls_intra_GBps == doctest::Approx(40.1 * 0.74 / 0.85).scale(0));
   NcclOptions o;
   o.allowed = nccl_algo_mask("NVLS", "t");
   const auto p = nccl_predict(t, op, o);
   CHECK(p.name == "NVLS/Simple");
   const double algbw = 16 * 40.1 * 0.74 / 0.85 * 5.0 / 6.0;  // 465.7 GB/s
-  CHECK(p.choice.bw_GBps == doctest::Approx(algbw));
+  CHECK(p.choice.bw_GBps == doctest::Approx(algbw).scale(0));
   // busbw 2 (n-1)/n x algbw = 815 GB/s (measured 839-842 on 8 x GB300, corpus); Hopper keeps
   // the 2.23 figure (the H100 test above).
-  CHECK(algbw * 14 / 8 == doctest::Approx(815.0).epsilon(0.001));
+  CHECK(algbw * 14 / 8 == doctest::Approx(815.0).epsilon(0.001).scale(0));
   CHECK(nvls_arch_factor(nccl::Arch::hopper) == 1.0);
 }
 
@@ -245,7 +245,7 @@ TEST_CASE("NVLSTree across 2 H100 nodes: 8 heads x perChMaxNVLSTreeBw 57.7 GB/s 
   const double uncapped = 16 * 20.6 * 5.0 / 6.0;
   const double capped = 8 * 57.7 * 16.0 / 30.0;
   CHECK(capped < uncapped);
-  CHECK(p.choice.bw_GBps == doctest::Approx(capped));
+  CHECK(p.choice.bw_GBps == doctest::Approx(capped).scale(0));
   // One NVLink domain: no heads, NVLSTree off.
   CHECK(nccl_system(t, op_of(OpKind::allreduce, 8, S)).nvls_heads == 0);
 }
@@ -260,7 +260,7 @@ TEST_CASE("NVLSTree channel crosses on one NIC: nvls_inter <= one NIC's rate") {
   const auto s = nccl_system(t, op_of(OpKind::allreduce, 64, 1 << 30));
   const double one_nic = 50.0 * kIbEff;
   CHECK(32 * one_nic / 16 > one_nic);
-  CHECK(s.nvls_inter_GBps == doctest::Approx(one_nic));
+  CHECK(s.nvls_inter_GBps == doctest::Approx(one_nic).scale(0));
   CHECK(s.nvls_heads == 16);
 }
 
@@ -281,7 +281,7 @@ TEST_CASE("tree-channels at flow fidelity: NCCL's Tree per rail, 2 nodes NIC-bou
   // Fill (16 stages of 256 pieces) and 271 route latencies of ~2.5 us: under 6 %.
   CHECK(flow_s <= nic_bound * 1.06);
   // The closed form (busiest link + fill + latencies) agrees with the flow run.
-  CHECK(tc.analytical(t, op, {}).time_s == doctest::Approx(flow_s).epsilon(0.04));
+  CHECK(tc.analytical(t, op, {}).time_s == doctest::Approx(flow_s).epsilon(0.04).scale(0));
   const auto& dbt = find_algorithm("double-binary-tree", OpKind::allreduce, "test");
   CHECK(flow_time(t, op, dbt) >= 3 * flow_s);
   // NCCL's Tree runs it at flow fidelity; one node falls back to the plain double binary tree.
@@ -323,7 +323,7 @@ TEST_CASE("nvls-tree: NCCL's NVLSTree at flow fidelity delivers the data and agr
   const double nic_bound = static_cast<double>(S) / 8 / 50e9;
   CHECK(flow_s >= nic_bound);
   CHECK(flow_s <= nic_bound * 1.06);  // fill (8 stages of 64 pieces) and latencies
-  CHECK(a.analytical(t, op, {}).time_s == doctest::Approx(flow_s).epsilon(0.04));
+  CHECK(a.analytical(t, op, {}).time_s == doctest::Approx(flow_s).epsilon(0.04).scale(0));
   // NCCL's NVLSTree runs it; without a reducing switch it is unsupported (auto falls back).
   NcclOptions o;
   o.allowed = nccl_algo_mask("NVLSTree", "test");
@@ -350,7 +350,7 @@ TEST_CASE("link efficiency in the flow network: NCCL's Ring meets its analytical
   REQUIRE(a->schedule->name() == "ring-channels");
   const double line_s = evaluate_flow(nic, op, a->schedule->build(nic, op, {}), {}).time_s;
   const double eff_s = evaluate_flow(nic, op, a->schedule->build(nic, op, {}), eff).time_s;
-  CHECK(eff_s / line_s == doctest::Approx(1 / kIbEff).epsilon(0.001));
+  CHECK(eff_s / line_s == doctest::Approx(1 / kIbEff).epsilon(0.001).scale(0));
   CHECK(std::abs(eff_s - a->pred.time_s) < 184e-6);
   // NVLink-bound (DGX H100 pair): 18 x 20.6 = 370.8 GB/s, flow and NCCL alike.
   const auto dgx = topo::make_topology("dgx-h100-16", "t");
@@ -359,7 +359,7 @@ TEST_CASE("link efficiency in the flow network: NCCL's Ring meets its analytical
   CHECK(std::abs(d_s - d->pred.time_s) < 184e-6);
   // At line rate the same schedule is NIC-bound instead (8 x 50 = 400 GB/s < 450 GB/s NVLink).
   const double dgx_line_s = evaluate_flow(dgx, op, d->schedule->build(dgx, op, {}), {}).time_s;
-  CHECK(dgx_line_s == doctest::Approx(30.0 / 16 * static_cast<double>(S) / 400e9).epsilon(0.01));
+  CHECK(dgx_line_s == doctest::Approx(30.0 / 16 * static_cast<double>(S) / 400e9).epsilon(0.01).scale(0));
   CHECK(dgx_line_s < d_s * 0.95);
-  CHECK(link_efficiency(dgx, dgx.link(dgx.out_links(dgx.device(0)).front())) == doctest::Approx(20.6 / 25));
+  CHECK(link_efficiency(dgx, dgx.link(dgx.out_links(dgx.device(0)).front())) == doctest::Approx(20.6 / 25).scale(0));
 }

@@ -38,23 +38,23 @@ TEST_CASE("GEMM: tile quantization, a partial tile costs a whole tile") {
   const auto d = toy(1, {128, 128});  // one unit: every tile is a wave of its own
   // 128 x 128 x 1024 is one full tile: t = 2 x 128 x 128 x 1024 / 1e12, efficiency 1.
   const compute::GemmShape full{128, 128, 1024, 1};
-  CHECK(compute::gemm_time_s(d, full, MathType::bf16) == doctest::Approx(2.0 * 128 * 128 * 1024 / 1e12));
-  CHECK(compute::gemm_efficiency(d, full, MathType::bf16) == doctest::Approx(1.0));
+  CHECK(compute::gemm_time_s(d, full, MathType::bf16) == doctest::Approx(2.0 * 128 * 128 * 1024 / 1e12).scale(0));
+  CHECK(compute::gemm_efficiency(d, full, MathType::bf16) == doctest::Approx(1.0).scale(0));
   // M just over the tile: 2 tiles for 129 / 128 of the work -> efficiency 129 / 256.
   const compute::GemmShape over{129, 128, 1024, 1};
-  CHECK(compute::gemm_efficiency(d, over, MathType::bf16) == doctest::Approx(129.0 / 256.0));
+  CHECK(compute::gemm_efficiency(d, over, MathType::bf16) == doctest::Approx(129.0 / 256.0).scale(0));
   // K pads to the 64-wide main loop: K = 65 costs K = 128 -> 65 / 128.
-  CHECK(compute::gemm_efficiency(d, {128, 128, 65, 1}, MathType::bf16) == doctest::Approx(65.0 / 128.0));
+  CHECK(compute::gemm_efficiency(d, {128, 128, 65, 1}, MathType::bf16) == doctest::Approx(65.0 / 128.0).scale(0));
 }
 
 TEST_CASE("GEMM: wave quantization, tiles just over a multiple of the unit count cost a wave") {
   const auto d = toy(4, {128, 128});
   // 4 tiles on 4 units: one wave, efficiency 1; 5 tiles: two waves for 5/4 of the work -> 5/8.
-  CHECK(compute::gemm_efficiency(d, {512, 128, 4096, 1}, MathType::bf16) == doctest::Approx(1.0));
-  CHECK(compute::gemm_efficiency(d, {640, 128, 4096, 1}, MathType::bf16) == doctest::Approx(5.0 / 8.0));
+  CHECK(compute::gemm_efficiency(d, {512, 128, 4096, 1}, MathType::bf16) == doctest::Approx(1.0).scale(0));
+  CHECK(compute::gemm_efficiency(d, {640, 128, 4096, 1}, MathType::bf16) == doctest::Approx(5.0 / 8.0).scale(0));
   // Batched: 2 x 2 tiles = one wave; 3 batches of 2 = 6 tiles = 2 waves -> 6/8.
-  CHECK(compute::gemm_efficiency(d, {256, 128, 4096, 2}, MathType::bf16) == doctest::Approx(1.0));
-  CHECK(compute::gemm_efficiency(d, {256, 128, 4096, 3}, MathType::bf16) == doctest::Approx(6.0 / 8.0));
+  CHECK(compute::gemm_efficiency(d, {256, 128, 4096, 2}, MathType::bf16) == doctest::Approx(1.0).scale(0));
+  CHECK(compute::gemm_efficiency(d, {256, 128, 4096, 3}, MathType::bf16) == doctest::Approx(6.0 / 8.0).scale(0));
 }
 
 TEST_CASE("GEMM on the H100 preset: gemm_eff at one full wave, the drop one row later") {
@@ -63,11 +63,11 @@ TEST_CASE("GEMM on the H100 preset: gemm_eff at one full wave, the drop one row 
   // 1536 x 2816 x 8192: 128x256 tiles 12 x 11 = 132 (one wave), 256x128 6 x 22 = 132 (one
   // wave), 128x128 264 (two): one wave of 32768-element tiles -> exactly gemm_eff. Compute
   // bound: 2 x (1536 x 8192 + 8192 x 2816 + 1536 x 2816) bytes / 2.68e12 = 30 us < 89 us.
-  CHECK(compute::gemm_efficiency(h, {1536, 2816, 8192, 1}, MathType::bf16) == doctest::Approx(h.gemm_eff));
+  CHECK(compute::gemm_efficiency(h, {1536, 2816, 8192, 1}, MathType::bf16) == doctest::Approx(h.gemm_eff).scale(0));
   // M = 1537: 128x256 -> 13 x 11 = 143 tiles, 2 waves x 32768; 256x128 -> 7 x 22 = 154, 2 x
   // 32768; 128x128 -> 13 x 22 = 286, 3 waves x 16384 = 49152 elements per unit, the least.
   const double expected = h.gemm_eff * 1537.0 * 2816.0 / (49152.0 * 132.0);
-  CHECK(compute::gemm_efficiency(h, {1537, 2816, 8192, 1}, MathType::bf16) == doctest::Approx(expected));
+  CHECK(compute::gemm_efficiency(h, {1537, 2816, 8192, 1}, MathType::bf16) == doctest::Approx(expected).scale(0));
   CHECK(expected < 0.7 * h.gemm_eff);
   // Never above gemm_eff, whatever the shape.
   for (std::uint64_t m : {1000u, 2048u, 4097u, 8192u, 12288u}) {
@@ -80,20 +80,20 @@ TEST_CASE("GEMM: a skinny GEMM is memory bound") {
   d.hbm_Bps = 1e9;  // now slow memory
   const compute::GemmShape g{4096, 1, 4096, 1};
   const double bytes = 2.0 * (4096.0 * 4096 + 4096 + 4096);
-  CHECK(compute::gemm_time_s(d, g, MathType::bf16) == doctest::Approx(bytes / 1e9));
+  CHECK(compute::gemm_time_s(d, g, MathType::bf16) == doctest::Approx(bytes / 1e9).scale(0));
 }
 
 TEST_CASE("Flash attention: causal halves the FLOPs, backward is 2.5x forward, time at the kernel's efficiency") {
   const compute::AttentionShape a{2, 16, 16, 4096, 4096, 128, true, true, false};
   const double full = 4.0 * 2 * 16 * 4096.0 * 4096 * 128;
-  CHECK(compute::flash_attention_flops(a, false) == doctest::Approx(full / 2));
-  CHECK(compute::flash_attention_flops(a, true) == doctest::Approx(2.5 * full / 2));
+  CHECK(compute::flash_attention_flops(a, false) == doctest::Approx(full / 2).scale(0));
+  CHECK(compute::flash_attention_flops(a, true) == doctest::Approx(2.5 * full / 2).scale(0));
   auto nc = a;
   nc.causal = false;
-  CHECK(compute::flash_attention_flops(nc, false) == doctest::Approx(full));
+  CHECK(compute::flash_attention_flops(nc, false) == doctest::Approx(full).scale(0));
   const auto d = toy(4, {128, 128});
-  CHECK(compute::attention_time_s(d, a, MathType::bf16, false) == doctest::Approx(full / 2 / (1e12 * 0.5)));
-  CHECK(compute::attention_time_s(d, a, MathType::bf16, true) == doctest::Approx(2.5 * full / 2 / (1e12 * 0.25)));
+  CHECK(compute::attention_time_s(d, a, MathType::bf16, false) == doctest::Approx(full / 2 / (1e12 * 0.5)).scale(0));
+  CHECK(compute::attention_time_s(d, a, MathType::bf16, true) == doctest::Approx(2.5 * full / 2 / (1e12 * 0.25)).scale(0));
 }
 
 TEST_CASE("Unfused attention: the s^2 scores are HBM traffic, with dropout a mask pass more") {
@@ -104,9 +104,9 @@ TEST_CASE("Unfused attention: the s^2 scores are HBM traffic, with dropout a mas
   const double gemms = compute::gemm_time_s(d, {2048, 2048, 64, 8}, MathType::bf16) +
                        compute::gemm_time_s(d, {2048, 64, 2048, 8}, MathType::bf16);
   // Softmax: read scores, write probabilities (2 bytes each).
-  CHECK(compute::attention_time_s(d, a, MathType::bf16, false) == doctest::Approx(gemms + 4.0 * scores / 1e12));
+  CHECK(compute::attention_time_s(d, a, MathType::bf16, false) == doctest::Approx(gemms + 4.0 * scores / 1e12).scale(0));
   a.dropout = true;
-  CHECK(compute::attention_time_s(d, a, MathType::bf16, false) == doctest::Approx(gemms + 9.0 * scores / 1e12));
+  CHECK(compute::attention_time_s(d, a, MathType::bf16, false) == doctest::Approx(gemms + 9.0 * scores / 1e12).scale(0));
   // Doubling s quadruples the score traffic: the s^2 term is there; flash has none of it.
   auto a2 = a;
   a2.seq_q = a2.seq_kv = 4096;
@@ -114,7 +114,7 @@ TEST_CASE("Unfused attention: the s^2 scores are HBM traffic, with dropout a mas
   f1.flash = f2.flash = false;
   const double ratio_unfused = compute::attention_time_s(d, a2, MathType::bf16, false) /
                                compute::attention_time_s(d, a, MathType::bf16, false);
-  CHECK(ratio_unfused == doctest::Approx(4.0).epsilon(0.01));
+  CHECK(ratio_unfused == doctest::Approx(4.0).epsilon(0.01).scale(0));
   f1.flash = f2.flash = true;
-  CHECK(compute::flash_attention_bytes(f2, 2, false) == doctest::Approx(2.0 * compute::flash_attention_bytes(f1, 2, false)));
+  CHECK(compute::flash_attention_bytes(f2, 2, false) == doctest::Approx(2.0 * compute::flash_attention_bytes(f1, 2, false)).scale(0));
 }

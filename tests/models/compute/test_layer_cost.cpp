@@ -45,9 +45,9 @@ TEST_CASE("layer kernels: the GEMMs carry the layer's matmul FLOPs, split over t
   REQUIRE(ops.size() == 8);
   CHECK(ops[0].name == "norm1");
   CHECK(ops[7].name == "mlp.down");
-  CHECK(gemm_flops(ops) == doctest::Approx(expected));
+  CHECK(gemm_flops(ops) == doctest::Approx(expected).scale(0));
   s.tp = 8;
-  CHECK(gemm_flops(compute::layer_ops(s)) == doctest::Approx(expected / 8));
+  CHECK(gemm_flops(compute::layer_ops(s)) == doctest::Approx(expected / 8).scale(0));
   // The attention core: heads / tp query heads, one K/V head per rank (8 / 8).
   const auto ops_tp8 = compute::layer_ops(s);  // kept alive: `a` refers into it (ASan)
   const auto& a = *ops_tp8[2].shape.attention;
@@ -69,8 +69,8 @@ TEST_CASE("layer time is the sum of its ops; backward GEMMs take twice the forwa
     fwd += compute::op_time_s(h100, o.shape, MathType::bf16, false);
     bwd += compute::op_time_s(h100, o.shape, MathType::bf16, true);
   }
-  CHECK(t.forward_s == doctest::Approx(fwd));
-  CHECK(t.backward_s == doctest::Approx(bwd));
+  CHECK(t.forward_s == doctest::Approx(fwd).scale(0));
+  CHECK(t.backward_s == doctest::Approx(bwd).scale(0));
   // A large layer: GEMMs dominate, so backward / forward is near 2 (attention bwd 2.5x).
   CHECK(t.backward_s / t.forward_s > 1.9);
   CHECK(t.backward_s / t.forward_s < 2.3);
@@ -89,15 +89,15 @@ TEST_CASE("activation memory: flash attention removes the s^2 term, unfused keep
   const double h = 2048, a = 24, sd = static_cast<double>(s), bd = static_cast<double>(b);
   // Flash: 34 s b h (the s^2 terms gone) + the fp32 log-sum-exp per row, 4 a s b.
   const auto flash = zoo::transformer_trace("f", cfg, b, s);
-  CHECK(static_cast<double>(layer0_saved(flash)) == doctest::Approx(34.0 * sd * bd * h + 4.0 * a * sd * bd));
+  CHECK(static_cast<double>(layer0_saved(flash)) == doctest::Approx(34.0 * sd * bd * h + 4.0 * a * sd * bd).scale(0));
   // Unfused with dropout: 34 s b h + 5 a s^2 b (scores' softmax output, dropout mask, output).
   cfg.flash_attention = false;
   const auto unfused = zoo::transformer_trace("u", cfg, b, s);
-  CHECK(static_cast<double>(layer0_saved(unfused)) == doctest::Approx(34.0 * sd * bd * h + 5.0 * a * sd * sd * bd));
+  CHECK(static_cast<double>(layer0_saved(unfused)) == doctest::Approx(34.0 * sd * bd * h + 5.0 * a * sd * sd * bd).scale(0));
   // Unfused without dropout: the mask and the dropped copy go (2 a s^2 b), and the two sbh masks.
   cfg.dropout = false;
   const auto nodrop = zoo::transformer_trace("n", cfg, b, s);
-  CHECK(static_cast<double>(layer0_saved(nodrop)) == doctest::Approx(32.0 * sd * bd * h + 2.0 * a * sd * sd * bd));
+  CHECK(static_cast<double>(layer0_saved(nodrop)) == doctest::Approx(32.0 * sd * bd * h + 2.0 * a * sd * sd * bd).scale(0));
   // Doubling s: flash doubles, unfused more than doubles (the s^2 term).
   cfg = zoo::find_model("gpt3-1.3b", "t").transformer;
   CHECK(layer0_saved(zoo::transformer_trace("f2", cfg, b, 2 * s)) == 2 * layer0_saved(flash));
@@ -129,7 +129,7 @@ TEST_CASE("the zoo's activation bytes agree with models/parallel's per-layer for
       a.micro_batch = 2;
       a.flash_attention = flash;
       CHECK(static_cast<double>(layer0_saved(zoo::transformer_trace("x", cfg, 2, 1024))) ==
-            doctest::Approx(parallel::layer_activation_bytes(spec, a)));
+            doctest::Approx(parallel::layer_activation_bytes(spec, a)).scale(0));
     }
   }
 }
@@ -150,8 +150,8 @@ TEST_CASE("the step times zoo ops by the per-op model; ops without a shape keep 
   step::FunctionComm none([](coll::OpKind, std::uint64_t, const std::vector<int>&) { return 0.0; });
   const auto r = step::simulate_step(w, h100, c, none);
   // Durations round to the picosecond once per op.
-  CHECK(r.forward_s == doctest::Approx(fwd).epsilon(1e-9));
-  CHECK(r.backward_s == doctest::Approx(bwd).epsilon(1e-9));
+  CHECK(r.forward_s == doctest::Approx(fwd).epsilon(1e-9).scale(0));
+  CHECK(r.backward_s == doctest::Approx(bwd).epsilon(1e-9).scale(0));
   // Without shapes the same workload is timed by the roofline: a different forward time.
   auto bare = w;
   for (auto& o : bare.ops) o.shape.reset();
@@ -160,11 +160,11 @@ TEST_CASE("the step times zoo ops by the per-op model; ops without a shape keep 
     if (o.phase == step::OpPhase::forward) roof += h100.op_time_s(o.flops, o.bytes, MathType::bf16);
   }
   const auto r2 = step::simulate_step(bare, h100, c, none);
-  CHECK(r2.forward_s == doctest::Approx(roof).epsilon(1e-9));
-  CHECK(r2.forward_s != doctest::Approx(r.forward_s).epsilon(1e-3));
+  CHECK(r2.forward_s == doctest::Approx(roof).epsilon(1e-9).scale(0));
+  CHECK(r2.forward_s != doctest::Approx(r.forward_s).epsilon(1e-3).scale(0));
   // Measured durations win over both (--compute measured).
   for (auto& o : bare.ops) o.measured_s = 1e-3;
   c.measured_compute = true;
   const auto r3 = step::simulate_step(bare, h100, c, none);
-  CHECK(r3.forward_s == doctest::Approx(1e-3 * static_cast<double>(bare.ops.size() / 2)));
+  CHECK(r3.forward_s == doctest::Approx(1e-3 * static_cast<double>(bare.ops.size() / 2)).scale(0));
 }

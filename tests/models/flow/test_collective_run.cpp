@@ -116,7 +116,7 @@ TEST_CASE("a run started later finishes its duration later, and calls back from 
   const double iso = isolated(t, j);
   const Time at = Time::from_us(250);
   const auto d = run_together(t, {j}, at);
-  CHECK(d[0] == doctest::Approx(iso).epsilon(1e-12));
+  CHECK(d[0] == doctest::Approx(iso).epsilon(1e-12).scale(0));
 
   // Starting in the past or twice is refused; a run with nothing to do calls back at once,
   // but from an event, not from inside start().
@@ -164,19 +164,19 @@ TEST_CASE("two 2-rank all-reduces through one leaf uplink: the bandwidth term do
   // Ring all-reduce on 2 ranks: 2 steps; in each, both ranks send S/2 to each other over
   // host -> leaf -> spine -> leaf -> host (4 links of 1 us), bottleneck the 50 GB/s uplink.
   const double alpha = route_latency(t, 0, 2);
-  CHECK(alpha == doctest::Approx(4e-6));
+  CHECK(alpha == doctest::Approx(4e-6).scale(0));
   CHECK(route_latency(t, 1, 3) == alpha);
   const double beta = (S / 2) / B_up;
   const double iso_a = isolated(t, a), iso_b = isolated(t, b);
-  CHECK(iso_a == doctest::Approx(2 * (alpha + beta)).epsilon(1e-9));
+  CHECK(iso_a == doctest::Approx(2 * (alpha + beta)).epsilon(1e-9).scale(0));
   CHECK(iso_b == iso_a);
   // Together: in each step the two groups' flows 0->2 and 1->3 share leaf 0's uplink (and
   // 2->0, 3->1 leaf 1's), 25 GB/s each, for the whole step, since both groups' steps start at
   // the same instants. Each step takes alpha + 2 beta: the bandwidth term doubles.
   const auto d = run_together(t, {a, b});
   CHECK(d[0] == d[1]);
-  CHECK(d[0] == doctest::Approx(2 * (alpha + 2 * beta)).epsilon(1e-9));
-  CHECK(d[0] - iso_a == doctest::Approx(2 * beta).epsilon(1e-9));
+  CHECK(d[0] == doctest::Approx(2 * (alpha + 2 * beta)).epsilon(1e-9).scale(0));
+  CHECK(d[0] - iso_a == doctest::Approx(2 * beta).epsilon(1e-9).scale(0));
   CHECK(d[0] < 2 * iso_a);  // not simply twice: the latency is paid once per step
 }
 
@@ -187,9 +187,9 @@ TEST_CASE("two all-reduces on disjoint links take exactly their isolated time") 
   // {0, 1} under leaf 0, {2, 3} under leaf 1: host -> leaf -> host, no link in common.
   const Job a{op_on(OpKind::allreduce, {0, 1}, S)}, b{op_on(OpKind::allreduce, {2, 3}, S)};
   const double alpha = route_latency(t, 0, 1);
-  CHECK(alpha == doctest::Approx(2e-6));
+  CHECK(alpha == doctest::Approx(2e-6).scale(0));
   const double iso_a = isolated(t, a), iso_b = isolated(t, b);
-  CHECK(iso_a == doctest::Approx(2 * (alpha + (S / 2) / 100e9)).epsilon(1e-9));
+  CHECK(iso_a == doctest::Approx(2 * (alpha + (S / 2) / 100e9)).epsilon(1e-9).scale(0));
   const auto d = run_together(t, {a, b});
   CHECK(d[0] == iso_a);  // exactly: same flows, same rates, same rounding
   CHECK(d[1] == iso_b);
@@ -206,8 +206,8 @@ TEST_CASE("TP all-reduce in an NVSwitch node and DP reduce-scatter on the NICs: 
   const double iso_tp = isolated(t, tp), iso_dp = isolated(t, dp);
   // Closed forms: TP ring on 2 ranks, 2 steps of S/2 over GPU -> NVSwitch -> GPU at 450 GB/s;
   // DP reduce-scatter on 2 ranks, 1 step of S/2 over GPU -> leaf -> GPU at 50 GB/s.
-  CHECK(iso_tp == doctest::Approx(2 * (route_latency(t, 0, 1) + 128.0 * (1 << 20) / 450e9)).epsilon(1e-9));
-  CHECK(iso_dp == doctest::Approx(route_latency(t, 0, 2) + 256.0 * (1 << 20) / 50e9).epsilon(1e-9));
+  CHECK(iso_tp == doctest::Approx(2 * (route_latency(t, 0, 1) + 128.0 * (1 << 20) / 450e9)).epsilon(1e-9).scale(0));
+  CHECK(iso_dp == doctest::Approx(route_latency(t, 0, 2) + 256.0 * (1 << 20) / 50e9).epsilon(1e-9).scale(0));
   const auto d = run_together(t, {tp, dp});
   CHECK(d[0] == iso_tp);
   CHECK(d[1] == iso_dp);
@@ -234,18 +234,18 @@ TEST_CASE("TP and DP sharing the GPU's NVLink port: the max-min slowdown") {
   const Job tp{op_on(OpKind::allreduce, {0, 1}, S_tp)};
   const Job dp{op_on(OpKind::reducescatter, {0, 2}, S_dp)};
   const double a_tp = route_latency(t, 0, 1), a_dp = route_latency(t, 0, 2);
-  CHECK(a_tp == doctest::Approx(2e-6));
+  CHECK(a_tp == doctest::Approx(2e-6).scale(0));
   CHECK(a_dp == a_tp);
   const double iso_tp = isolated(t, tp), iso_dp = isolated(t, dp);
-  CHECK(iso_tp == doctest::Approx(2 * (a_tp + (S_tp / 2) / B)).epsilon(1e-9));
-  CHECK(iso_dp == doctest::Approx(a_dp + (S_dp / 2) / B_nic).epsilon(1e-9));
+  CHECK(iso_tp == doctest::Approx(2 * (a_tp + (S_tp / 2) / B)).epsilon(1e-9).scale(0));
+  CHECK(iso_dp == doctest::Approx(a_dp + (S_dp / 2) / B_nic).epsilon(1e-9).scale(0));
   // DP's single step (S_dp/2 at 100 GB/s: 5.4 ms) outlasts TP, so TP's two steps each run
   // beside it at B - B_nic.
   REQUIRE(iso_dp > 2 * (a_tp + (S_tp / 2) / (B - B_nic)));
   const auto d = run_together(t, {tp, dp});
-  CHECK(d[0] == doctest::Approx(2 * (a_tp + (S_tp / 2) / (B - B_nic))).epsilon(1e-9));
+  CHECK(d[0] == doctest::Approx(2 * (a_tp + (S_tp / 2) / (B - B_nic))).epsilon(1e-9).scale(0));
   CHECK(d[0] / iso_tp > 1.3);  // (1/300) / (1/400) on the bandwidth term
-  CHECK(d[1] == doctest::Approx(iso_dp).epsilon(1e-12));  // DP keeps its bottleneck rate
+  CHECK(d[1] == doctest::Approx(iso_dp).epsilon(1e-12).scale(0));  // DP keeps its bottleneck rate
 }
 
 TEST_CASE("runs on a shared network: a run destroyed in its callback, a later run reuses the network") {
@@ -267,8 +267,8 @@ TEST_CASE("runs on a shared network: a run destroyed in its callback, a later ru
   });
   sim.run();
   CHECK(first == nullptr);
-  CHECK(first_done.to_seconds() == doctest::Approx(iso).epsilon(1e-12));
-  CHECK((second_done - first_done).to_seconds() == doctest::Approx(iso).epsilon(1e-12));
+  CHECK(first_done.to_seconds() == doctest::Approx(iso).epsilon(1e-12).scale(0));
+  CHECK((second_done - first_done).to_seconds() == doctest::Approx(iso).epsilon(1e-12).scale(0));
   CHECK(net.active_flows() == 0);
   CHECK(net.client_count() == 2);  // the default client and `second`
 }

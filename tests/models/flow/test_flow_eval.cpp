@@ -83,7 +83,7 @@ TEST_CASE("ring all-reduce on a contention-free ring: 2(n-1)(alpha + S/(nB))") {
     auto op = op_for(n, S);
     auto r = evaluate_flow(t, op, ring_allreduce(n, S, 0), {});
     const double expected = 2.0 * (n - 1) * (lat + S / n / bw);
-    CHECK(r.time_s == doctest::Approx(expected).epsilon(1e-6));
+    CHECK(r.time_s == doctest::Approx(expected).epsilon(1e-6).scale(0));
     CHECK(r.transfers == static_cast<std::uint64_t>(2 * (n - 1) * n));
   }
 }
@@ -98,7 +98,7 @@ TEST_CASE("reduction time is charged to the receiving rank after each step") {
   auto r = evaluate_flow(t, op, ring_allreduce(n, S, S / n), o);
   // (n-1) reduce-scatter steps pay S/n/gamma each; the all-gather steps do not.
   const double expected = 2.0 * (n - 1) * (S / n / bw) + (n - 1) * (S / n / gamma_Bps);
-  CHECK(r.time_s == doctest::Approx(expected).epsilon(1e-6));
+  CHECK(r.time_s == doctest::Approx(expected).epsilon(1e-6).scale(0));
 }
 
 TEST_CASE("a shared bus serialises the ring: 2(n-1) S / B, not 2(n-1)/n S / B") {
@@ -107,7 +107,7 @@ TEST_CASE("a shared bus serialises the ring: 2(n-1) S / B, not 2(n-1)/n S / B") 
   auto t = bus_topology(n, bw, 0);
   auto op = op_for(n, S);
   auto r = evaluate_flow(t, op, ring_allreduce(n, S, 0), {});
-  CHECK(r.time_s == doctest::Approx(2.0 * (n - 1) * S / bw).epsilon(1e-6));
+  CHECK(r.time_s == doctest::Approx(2.0 * (n - 1) * S / bw).epsilon(1e-6).scale(0));
 }
 
 TEST_CASE("chunks pipeline a broadcast chain: (n-1 + C-1)(alpha + S/(C B))") {
@@ -127,7 +127,7 @@ TEST_CASE("chunks pipeline a broadcast chain: (n-1 + C-1)(alpha + S/(C B))") {
     }
     auto r = evaluate_flow(t, op, s, {});
     const double expected = (n - 1 + C - 1) * (lat + S / C / bw);
-    CHECK(r.time_s == doctest::Approx(expected).epsilon(1e-6));
+    CHECK(r.time_s == doctest::Approx(expected).epsilon(1e-6).scale(0));
   }
 }
 
@@ -143,7 +143,7 @@ TEST_CASE("a receiver that lags still credits early arrivals to the right step")
   const Schedule s = schedule_of(3, "lag", {a, b});
   auto r = evaluate_flow(t, op, s, {});
   // Rank 1 finishes step 0 at 1 ms (big send), then sends 1 KB: 1.001 ms.
-  CHECK(r.time_s == doctest::Approx(1e-3 + 1e-6).epsilon(1e-6));
+  CHECK(r.time_s == doctest::Approx(1e-3 + 1e-6).epsilon(1e-6).scale(0));
 }
 
 TEST_CASE("a receiver that lags several steps keeps every early arrival") {
@@ -165,9 +165,9 @@ TEST_CASE("a receiver that lags several steps keeps every early arrival") {
   auto r = evaluate_flow(t, op, s, o);
   CHECK(r.transfers == 6);
   REQUIRE(ends.size() == 6);
-  for (int i = 0; i < 5; ++i) CHECK(ends[static_cast<std::size_t>(i)] == doctest::Approx((i + 1) * 1e-6).epsilon(1e-6));
-  CHECK(ends[5] == doctest::Approx(1e-3).epsilon(1e-6));
-  CHECK(r.time_s == doctest::Approx(1e-3).epsilon(1e-6));
+  for (int i = 0; i < 5; ++i) CHECK(ends[static_cast<std::size_t>(i)] == doctest::Approx((i + 1) * 1e-6).epsilon(1e-6).scale(0));
+  CHECK(ends[5] == doctest::Approx(1e-3).epsilon(1e-6).scale(0));
+  CHECK(r.time_s == doctest::Approx(1e-3).epsilon(1e-6).scale(0));
 }
 
 TEST_CASE("same input, same event trace") {
@@ -189,7 +189,7 @@ TEST_CASE("on_transfer sees every transfer with consistent times") {
     ++count;
     CHECK(rec.issue <= rec.start);
     CHECK(rec.start < rec.end);
-    CHECK(rec.bytes == doctest::Approx(1e6));
+    CHECK(rec.bytes == doctest::Approx(1e6).scale(0));
   };
   evaluate_flow(t, op, ring_allreduce(4, 4e6, 0), o);
   CHECK(count == 2 * 3 * 4);

@@ -87,11 +87,11 @@ TEST_CASE("pipeline bubble over ideal time is (p-1)/m for GPipe and 1F1B, (p-1)/
         const double ideal = s0.forward_s + s0.backward_s;
         const double expected = static_cast<double>(p - 1) / static_cast<double>(v * mb);
         CHECK(ideal == doctest::Approx(static_cast<double>(mb) * (r.layer_forward_s + r.layer_backward_s) *
-                                       static_cast<double>(m.layers / p)).epsilon(1e-9));
-        CHECK(s0.pp_bubble_s / ideal == doctest::Approx(expected).epsilon(1e-6));
+                                       static_cast<double>(m.layers / p)).epsilon(1e-9).scale(0));
+        CHECK(s0.pp_bubble_s / ideal == doctest::Approx(expected).epsilon(1e-6).scale(0));
         // The parts add up to the rank's step time.
         CHECK(s0.forward_s + s0.backward_s + s0.update_s + s0.pp_bubble_s + s0.tp_comm_s + s0.dp_exposed_s ==
-              doctest::Approx(s0.step_time_s).epsilon(1e-12));
+              doctest::Approx(s0.step_time_s).epsilon(1e-12).scale(0));
       }
     }
   }
@@ -119,9 +119,9 @@ TEST_CASE("tensor parallelism: 4 all-reduces of b s h elements per layer, 6 with
       const std::uint64_t count = per_layer * m.layers * mb;
       CHECK(r.slowest.tp_collectives == count);
       // S = b s h bf16 elements for every all-reduce, reduce-scatter and all-gather.
-      CHECK(r.slowest.tp_bytes == doctest::Approx(static_cast<double>(count * b * s * h * 2)));
+      CHECK(r.slowest.tp_bytes == doctest::Approx(static_cast<double>(count * b * s * h * 2)).scale(0));
       const double per_pair = sp ? t_ag + t_rs : t_ar;
-      CHECK(r.slowest.tp_comm_s == doctest::Approx(static_cast<double>(count / (sp ? 2 : 1)) * per_pair).epsilon(1e-9));
+      CHECK(r.slowest.tp_comm_s == doctest::Approx(static_cast<double>(count / (sp ? 2 : 1)) * per_pair).epsilon(1e-9).scale(0));
     }
   }
 }
@@ -136,11 +136,11 @@ TEST_CASE("compute: full recomputation adds one forward per layer, selective the
   const auto full = simulate_parallel_step(c, dev, comm);
   c.recompute = Recompute::selective;
   const auto sel = simulate_parallel_step(c, dev, comm);
-  CHECK(full.slowest.forward_s == doctest::Approx(none.slowest.forward_s));
+  CHECK(full.slowest.forward_s == doctest::Approx(none.slowest.forward_s).scale(0));
   // 4 micro-batches x 8 layers, each recomputed once (the output layer is not).
-  CHECK(full.slowest.backward_s - none.slowest.backward_s == doctest::Approx(4 * 8 * none.layer_forward_s).epsilon(1e-9));
+  CHECK(full.slowest.backward_s - none.slowest.backward_s == doctest::Approx(4 * 8 * none.layer_forward_s).epsilon(1e-12).scale(4 * 8));  // 32 ps: each recomputed forward rounds to a whole ps (sim Time)
   const auto core = parallel::layer_compute(m, dev, {1, 2048, 2, 1, false, true, Recompute::selective}).recompute_s;
-  CHECK(sel.slowest.backward_s - none.slowest.backward_s == doctest::Approx(4 * 8 * core).epsilon(1e-9));
+  CHECK(sel.slowest.backward_s - none.slowest.backward_s == doctest::Approx(4 * 8 * core).epsilon(1e-12).scale(4 * 8));  // 32 ps: one whole-ps rounding per recompute
   CHECK(core > 0);
   CHECK(core < none.layer_forward_s);
 }
@@ -168,7 +168,7 @@ TEST_CASE("MoE: a dispatch and a combine all-to-all per layer in forward and in 
     CHECK(a2a == 2);
     CHECK(a2a_bytes == static_cast<std::uint64_t>(2048.0 * 2 * 1024 * 2 * imbalance));
     // 4 per layer and micro-batch, each 0.2 ms, all blocking.
-    CHECK(r.slowest.ep_alltoall_s == doctest::Approx(4 * 8 * 2 * 2e-4).epsilon(1e-9));
+    CHECK(r.slowest.ep_alltoall_s == doctest::Approx(4 * 8 * 2 * 2e-4).epsilon(1e-9).scale(0));
   }
 }
 
@@ -192,12 +192,12 @@ TEST_CASE("3D step: folded equals every rank; parts add up; data-parallel reduct
     CHECK(folded.step.ranks_simulated == 2);
     CHECK(every.step.ranks_simulated == 8);
     CHECK(folded.step.step_time_s == every.step.step_time_s);
-    CHECK(folded.slowest.pp_bubble_s == doctest::Approx(every.slowest.pp_bubble_s).epsilon(1e-12));
-    CHECK(folded.slowest.dp_exposed_s == doctest::Approx(every.slowest.dp_exposed_s).epsilon(1e-12));
+    CHECK(folded.slowest.pp_bubble_s == doctest::Approx(every.slowest.pp_bubble_s).epsilon(1e-12).scale(0));
+    CHECK(folded.slowest.dp_exposed_s == doctest::Approx(every.slowest.dp_exposed_s).epsilon(1e-12).scale(0));
     for (const auto& x : every.per_rank) {
       const double sum = x.forward_s + x.backward_s + x.update_s + x.tp_comm_s + x.ep_alltoall_s + x.cp_exposed_s +
                          x.pp_bubble_s + x.dp_exposed_s;
-      CHECK(sum == doctest::Approx(x.step_time_s).epsilon(1e-12));
+      CHECK(sum == doctest::Approx(x.step_time_s).epsilon(1e-12).scale(0));
       CHECK(x.dp_comm_s > 0);
     }
     CHECK(folded.slowest.tp_comm_s > 0);
@@ -214,10 +214,10 @@ TEST_CASE("sharded weight update: 1/N of the update, the all-reduce's volume as 
   c.strategy = parallel::dp_strategy_from_string("zero1", 0, "--strategy");
   const auto z1 = simulate_parallel_step(c, dev, comm);
   const double launch = dev.launch_s;
-  CHECK((z1.step.update_s - launch) == doctest::Approx((rep.step.update_s - launch) / 8).epsilon(1e-6));
+  CHECK((z1.step.update_s - launch) == doctest::Approx((rep.step.update_s - launch) / 8).epsilon(1e-6).scale(0));
   // Replicated: all-reduces of S; zero1: reduce-scatter of S and all-gather of S; busbw
   // bytes are equal (2(n-1)/n S against 2 x (n-1)/n S).
-  CHECK(z1.step.comm_bytes == doctest::Approx(rep.step.comm_bytes).epsilon(1e-9));
+  CHECK(z1.step.comm_bytes == doctest::Approx(rep.step.comm_bytes).epsilon(1e-9).scale(0));
 }
 
 TEST_CASE("parallel step: bad input names the flag and the numbers") {
@@ -279,17 +279,17 @@ TEST_CASE("tp communication overlap: exposed time per layer is the closed form o
                              piped(c_rs, lc.down_fwd_s) + piped(c_ag, lc.down_dgrad_s) + beside(c_rs, lc.up_wgrad_s) +
                              piped(c_ag, lc.out_dgrad_s) + beside(c_rs, lc.qkv_wgrad_s);
     const double n = static_cast<double>(m.layers * mb);
-    CHECK(on.slowest.tp_comm_s == doctest::Approx(n * per_layer).epsilon(1e-6));
+    CHECK(on.slowest.tp_comm_s == doctest::Approx(n * per_layer).epsilon(1e-12).scale(8 * n));  // absolute 8 n ps (8 pieces per layer, each a whole ps); the value is 0 when all is hidden
     // Without overlap every collective is exposed: 4 all-gathers and 4 reduce-scatters per layer.
-    CHECK(off.slowest.tp_comm_s == doctest::Approx(n * 4 * (c_ag + c_rs)).epsilon(1e-9));
+    CHECK(off.slowest.tp_comm_s == doctest::Approx(n * 4 * (c_ag + c_rs)).epsilon(1e-12).scale(8 * n));  // 8 n collectives, each a whole ps
     // Same collectives, same compute; the step shrinks by what the overlap hides.
     CHECK(on.slowest.tp_collectives == off.slowest.tp_collectives);
     CHECK(on.slowest.forward_s + on.slowest.backward_s ==
-          doctest::Approx(off.slowest.forward_s + off.slowest.backward_s).epsilon(1e-9));
-    CHECK(on.step.step_time_s == doctest::Approx(off.step.step_time_s - (off.slowest.tp_comm_s - on.slowest.tp_comm_s)).epsilon(1e-9));
+          doctest::Approx(off.slowest.forward_s + off.slowest.backward_s).epsilon(1e-12).scale(16 * n));  // GEMMs split in two pieces: 16 n whole-ps roundings
+    CHECK(on.step.step_time_s == doctest::Approx(off.step.step_time_s - (off.slowest.tp_comm_s - on.slowest.tp_comm_s)).epsilon(1e-12).scale(32 * n));  // 32 n ps: the roundings of the three sums
     const auto& x = on.slowest;
     CHECK(x.forward_s + x.backward_s + x.update_s + x.tp_comm_s + x.pp_bubble_s + x.dp_exposed_s ==
-          doctest::Approx(x.step_time_s).epsilon(1e-12));
+          doctest::Approx(x.step_time_s).epsilon(1e-12).scale(0));
   }
   // The GEMM parts are parts of the layer: less than the forward / backward they belong to.
   const auto lc = parallel::layer_compute(m, dev, {1, 2048, t, 1, true, true, Recompute::none});
@@ -311,8 +311,8 @@ TEST_CASE("layer_compute is the per-op model: a dense layer's forward is compute
   s.seq = 2048;
   s.micro_batch = 2;
   const auto lt = compute::layer_time(dev, s);
-  CHECK(lc.fwd_s() == doctest::Approx(lt.forward_s).epsilon(1e-12));
-  CHECK(lc.bwd_s() == doctest::Approx(lt.backward_s).epsilon(1e-12));
+  CHECK(lc.fwd_s() == doctest::Approx(lt.forward_s).epsilon(1e-12).scale(0));
+  CHECK(lc.bwd_s() == doctest::Approx(lt.backward_s).epsilon(1e-12).scale(0));
   // tp not dividing the hidden size: named.
   CHECK(error_of([&] { parallel::layer_compute(m, dev, {1, 2048, 3, 1, false, true, Recompute::none}); }) ==
         "--mesh: tp=3 with hidden 1024 and FFN width 4096 of toy; expected a tp that divides the hidden size and the FFN "

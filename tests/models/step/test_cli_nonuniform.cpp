@@ -94,16 +94,16 @@ TEST_CASE("plan --reliability: goodput and expected time to train per Pareto can
   // 64 GPUs in 8 hosts at the Llama 3 rates: 64 x 373 / (16,384 x 1,296 h) + 8 x 46 / (2,048 x
   // 1,296 h) per hour (373 = 268 GPU + 7 NIC + 35 link + 63 software).
   const double per_h = 64 * 373.0 / (16384 * 1296.0) + 8 * 46.0 / (2048 * 1296.0);
-  CHECK(x.at("failures_per_h").get<double>() == doctest::Approx(per_h).epsilon(1e-12));
+  CHECK(x.at("failures_per_h").get<double>() == doctest::Approx(per_h).epsilon(1e-12).scale(0));
   // Checkpoint: 125M parameters x (2 bf16 weights + 12 Adam state) bytes at 10 GB/s.
   CHECK(x.at("checkpoint_s").get<double>() ==
-        doctest::Approx(x.at("checkpoint_bytes").get<double>() / 10e9).epsilon(1e-12));
+        doctest::Approx(x.at("checkpoint_bytes").get<double>() / 10e9).epsilon(1e-12).scale(0));
   const auto step = run_shardsim(kStep + "--json");
   REQUIRE(step.status == 0);
   CHECK(x.at("checkpoint_bytes").get<double>() == 14 * nlohmann::json::parse(step.out).at("params").get<double>());
-  CHECK(x.at("restore_s").get<double>() == doctest::Approx(300 + x.at("checkpoint_s").get<double>()).epsilon(1e-12));
+  CHECK(x.at("restore_s").get<double>() == doctest::Approx(300 + x.at("checkpoint_s").get<double>()).epsilon(1e-12).scale(0));
   CHECK(x.at("expected_time_to_train_s").get<double>() ==
-        doctest::Approx(x.at("time_to_train_s").get<double>() / x.at("goodput").get<double>()).epsilon(1e-12));
+        doctest::Approx(x.at("time_to_train_s").get<double>() / x.at("goodput").get<double>()).epsilon(1e-12).scale(0));
   CHECK(x.at("goodput").get<double>() < 1);
 }
 
@@ -214,7 +214,7 @@ TEST_CASE("a topology's device kinds give the step --rank-devices gives for the 
   const auto mixed = nlohmann::json::parse(run_shardsim(s + example).out);
   const auto all_a100 = nlohmann::json::parse(run_shardsim(s + plain + " --rank-devices 0-15:a100-80gb").out);
   const auto all_h100 = nlohmann::json::parse(run_shardsim(s + plain).out);
-  CHECK(mixed.at("step_time_s").get<double>() == doctest::Approx(all_a100.at("step_time_s").get<double>()).epsilon(1e-12));
+  CHECK(mixed.at("step_time_s").get<double>() == doctest::Approx(all_a100.at("step_time_s").get<double>()).epsilon(1e-12).scale(0));
   CHECK(mixed.at("step_time_s").get<double>() > all_h100.at("step_time_s").get<double>());
   // --rank-devices over the topology's kinds: the flag wins for the ranks it names.
   const auto over = nlohmann::json::parse(run_shardsim(s + example + " --rank-devices 8-15:h100").out);

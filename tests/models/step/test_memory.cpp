@@ -26,10 +26,10 @@ TEST_CASE("ZeRO paper Table 1: 7.5B parameters, N = 64, mixed-precision Adam") {
   // Rajbhandari et al. 2020, Table 1 (Psi = 7.5B, N_d = 64, K = 12): baseline (2+2+K) Psi =
   // 120 GB; P_os 4 Psi + K Psi/N = 31.4 GB; P_os+g 2 Psi + 14 Psi/N = 16.6 GB; P_os+g+p
   // 16 Psi/N = 1.88 GB (GB = 1e9 bytes).
-  CHECK(zero(step::Strategy::replicated).model_states() == doctest::Approx(120e9).epsilon(0.01));
-  CHECK(zero(step::Strategy::zero1).model_states() == doctest::Approx(31.4e9).epsilon(0.01));
-  CHECK(zero(step::Strategy::zero2).model_states() == doctest::Approx(16.6e9).epsilon(0.01));
-  CHECK(zero(step::Strategy::zero3).model_states() == doctest::Approx(1.88e9).epsilon(0.01));
+  CHECK(zero(step::Strategy::replicated).model_states() == doctest::Approx(120e9).epsilon(0.01).scale(0));
+  CHECK(zero(step::Strategy::zero1).model_states() == doctest::Approx(31.4e9).epsilon(0.01).scale(0));
+  CHECK(zero(step::Strategy::zero2).model_states() == doctest::Approx(16.6e9).epsilon(0.01).scale(0));
+  CHECK(zero(step::Strategy::zero3).model_states() == doctest::Approx(1.88e9).epsilon(0.01).scale(0));
   // Exact values of the formulas, component by component.
   const auto z2 = zero(step::Strategy::zero2);
   CHECK(z2.params == 15e9);
@@ -76,12 +76,12 @@ TEST_CASE("devices: cited presets and the roofline") {
   CHECK(h100.hbm_bytes == 80ULL << 30);
   CHECK(h100.hbm_Bps == 3350e9);
   // Compute bound: 1e15 FLOPs / (989.5e12 x 0.7) + 4 us launch.
-  CHECK(h100.op_time_s(1e15, 1e6, compute::MathType::bf16) == doctest::Approx(1e15 / (989.5e12 * 0.7) + 4e-6));
+  CHECK(h100.op_time_s(1e15, 1e6, compute::MathType::bf16) == doctest::Approx(1e15 / (989.5e12 * 0.7) + 4e-6).scale(0));
   // Memory bound: 1e10 bytes / (3.35e12 x 0.8) + 4 us.
-  CHECK(h100.op_time_s(1e6, 1e10, compute::MathType::bf16) == doctest::Approx(1e10 / (3350e9 * 0.8) + 4e-6));
+  CHECK(h100.op_time_s(1e6, 1e10, compute::MathType::bf16) == doctest::Approx(1e10 / (3350e9 * 0.8) + 4e-6).scale(0));
   // TPU: no fp32 unit, fp32 = 6 bf16 passes; fp16 falls back to bf16.
   const auto& v3 = compute::find_device("tpu-v3", "t");
-  CHECK(v3.peak(compute::MathType::fp32) == doctest::Approx(123e12 / 6));
+  CHECK(v3.peak(compute::MathType::fp32) == doctest::Approx(123e12 / 6).scale(0));
   CHECK(v3.peak(compute::MathType::fp16) == 123e12);
   for (const auto& d : compute::device_presets()) {
     CHECK_MESSAGE(!d.source.empty(), d.name);

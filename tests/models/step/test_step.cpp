@@ -36,9 +36,9 @@ TEST_CASE("replicated: bucketed all-reduce overlapped with backward, then the fu
   const auto r = step::simulate_step(toy_workload(), toy_device(), config(Strategy::replicated, 4), comm);
   CHECK(r.forward_s == 2.0);
   CHECK(r.backward_s == 4.0);
-  CHECK(r.update_s == doctest::Approx(1.0));
-  CHECK(r.step_time_s == doctest::Approx(11.0));
-  CHECK(r.exposed_comm_s == doctest::Approx(4.0));
+  CHECK(r.update_s == doctest::Approx(1.0).scale(0));
+  CHECK(r.step_time_s == doctest::Approx(11.0).scale(0));
+  CHECK(r.exposed_comm_s == doctest::Approx(4.0).scale(0));
   CHECK(r.collectives == 2);
   CHECK(r.updated_elements == 2000);
   // Memory: 2 + 2 + 12 bytes per parameter, activations 100 + 300, buffers min(2 buckets, grads).
@@ -54,19 +54,19 @@ TEST_CASE("sharded: deferred all-gather delays the forward, 1/N update") {
   // unit 0 [6,8] -> [8,9.5]. Update of 2,000 / 4 parameters: 0.25 s -> 9.75.
   auto comm = fixed_comm();
   const auto r = step::simulate_step(toy_workload(), toy_device(), config(Strategy::sharded, 4), comm);
-  CHECK(r.step_time_s == doctest::Approx(9.75));
-  CHECK(r.update_s == doctest::Approx(0.25));
-  CHECK(r.exposed_comm_s == doctest::Approx(3.5));
+  CHECK(r.step_time_s == doctest::Approx(9.75).scale(0));
+  CHECK(r.update_s == doctest::Approx(0.25).scale(0));
+  CHECK(r.exposed_comm_s == doctest::Approx(3.5).scale(0));
   CHECK(r.updated_elements == 500);
   CHECK(r.collectives == 4);
   // Not deferred: backward ends at 6 + 1 (forward no longer waits): forward [0,2], backward
   // [2,6], reduce-scatters [4,5.5] and [6,7.5], update [7.5,7.75], all-gathers to 10.75.
   auto c = config(Strategy::sharded, 4);
   c.defer_allgather = false;
-  CHECK(step::simulate_step(toy_workload(), toy_device(), c, comm).step_time_s == doctest::Approx(10.75));
+  CHECK(step::simulate_step(toy_workload(), toy_device(), c, comm).step_time_s == doctest::Approx(10.75).scale(0));
   // zero1 is the same schedule as not-deferred sharding.
   CHECK(step::simulate_step(toy_workload(), toy_device(), config(Strategy::zero1, 4), comm).step_time_s ==
-        doctest::Approx(10.75));
+        doctest::Approx(10.75).scale(0));
 }
 
 TEST_CASE("zero3: per-unit all-gathers with prefetch, reduce-scatter after each unit's backward") {
@@ -75,7 +75,7 @@ TEST_CASE("zero3: per-unit all-gathers with prefetch, reduce-scatter after each 
   // -> RS [9.5,11]; update 0.25 s -> 11.25.
   auto comm = fixed_comm();
   const auto r = step::simulate_step(toy_workload(), toy_device(), config(Strategy::zero3, 4), comm);
-  CHECK(r.step_time_s == doctest::Approx(11.25));
+  CHECK(r.step_time_s == doctest::Approx(11.25).scale(0));
   CHECK(r.collectives == 6);
   // Without prefetch each gather waits for its unit: forward gather u0 [0,1.5], u0 [1.5,2.5],
   // gather u1 [2.5,4], u1 [4,5]; backward gather u1 [5,6.5], u1 [6.5,8.5]; the reduce-scatter
@@ -83,7 +83,7 @@ TEST_CASE("zero3: per-unit all-gathers with prefetch, reduce-scatter after each 
   // u0 [11.5,13.5], RS u0 [13.5,15]; update -> 15.25.
   auto c = config(Strategy::zero3, 4);
   c.prefetch = false;
-  CHECK(step::simulate_step(toy_workload(), toy_device(), c, comm).step_time_s == doctest::Approx(15.25));
+  CHECK(step::simulate_step(toy_workload(), toy_device(), c, comm).step_time_s == doctest::Approx(15.25).scale(0));
 }
 
 TEST_CASE("gradient accumulation and activation checkpointing") {
@@ -92,7 +92,7 @@ TEST_CASE("gradient accumulation and activation checkpointing") {
   c.grad_accum = 2;
   // Two micro-batches of 6 s; buckets only in the second: all-reduces [10,13], [13,16]; update 1 s.
   auto r = step::simulate_step(toy_workload(), toy_device(), c, comm);
-  CHECK(r.step_time_s == doctest::Approx(17.0));
+  CHECK(r.step_time_s == doctest::Approx(17.0).scale(0));
   CHECK(r.collectives == 2);
   CHECK(r.model_flops == 2 * 6e12);
   c.grad_accum = 1;
@@ -101,7 +101,7 @@ TEST_CASE("gradient accumulation and activation checkpointing") {
   // its backward at 2 + 3 = 5 -> AR [5,8]; unit 0 at 8 -> AR [8,11]; update -> 12.
   r = step::simulate_step(toy_workload(), toy_device(), c, comm);
   CHECK(r.backward_s == 6.0);
-  CHECK(r.step_time_s == doctest::Approx(12.0));
+  CHECK(r.step_time_s == doctest::Approx(12.0).scale(0));
   // Activations: each unit keeps its input (first op: 100 and 300) plus the largest unit (300).
   CHECK(r.memory.activations == 700);
 }
@@ -125,7 +125,7 @@ TEST_CASE("update time is 1/N of the replicated update; the Adam-vs-SGD gap shri
     auto c = config(Strategy::sharded, n);
     const auto sh = step::simulate_step(toy_workload(), toy_device(), c, comm);
     const auto rep = step::simulate_step(toy_workload(), toy_device(), config(Strategy::replicated, n), comm);
-    CHECK(sh.update_s * static_cast<double>(n) == doctest::Approx(rep.update_s));
+    CHECK(sh.update_s * static_cast<double>(n) == doctest::Approx(rep.update_s).scale(0));
     // Adam moves 28 bytes per parameter, SGD 12 (optimizer.hpp): the gap is 16/28 of the
     // replicated update, and 1/N of that when sharded.
     auto sgd_rep = config(Strategy::replicated, n);
@@ -134,8 +134,8 @@ TEST_CASE("update time is 1/N of the replicated update; the Adam-vs-SGD gap shri
     sgd_sh.optimizer = sgd_rep.optimizer;
     const double gap_rep = rep.step_time_s - step::simulate_step(toy_workload(), toy_device(), sgd_rep, comm).step_time_s;
     const double gap_sh = sh.step_time_s - step::simulate_step(toy_workload(), toy_device(), sgd_sh, comm).step_time_s;
-    CHECK(gap_rep == doctest::Approx(16.0 / 28.0));
-    CHECK(gap_sh == doctest::Approx(gap_rep / static_cast<double>(n)));
+    CHECK(gap_rep == doctest::Approx(16.0 / 28.0).scale(0));
+    CHECK(gap_sh == doctest::Approx(gap_rep / static_cast<double>(n)).scale(0));
   }
 }
 
@@ -162,7 +162,7 @@ TEST_CASE("padding: prime-sized tensors are padded to a multiple of N and the ov
   c.fusion = false;
   const auto r = step::simulate_step(w, toy_device(), c, comm);
   CHECK(r.padding_elements == 4);
-  CHECK(r.padding_fraction == doctest::Approx(4.0 / 36.0));
+  CHECK(r.padding_fraction == doctest::Approx(4.0 / 36.0).scale(0));
   CHECK(r.updated_elements == 10);  // 40 / 4
   // zero3 pads each unit's flat buffer: 17 -> 20, 19 -> 20.
   CHECK(step::simulate_step(w, toy_device(), config(Strategy::zero3, 4), comm).padding_elements == 4);

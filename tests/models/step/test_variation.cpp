@@ -45,9 +45,9 @@ step::StepResult run(const step::StepConfig& c) {
 
 TEST_CASE("the toy step's compute is what the device gives by hand") {
   const auto r = run(config());
-  CHECK(r.forward_s == doctest::Approx(kForward_s).epsilon(1e-12));
-  CHECK(r.backward_s == doctest::Approx(kBackward_s).epsilon(1e-12));
-  CHECK(r.update_s == doctest::Approx(kUpdate_s).epsilon(1e-12));
+  CHECK(r.forward_s == doctest::Approx(kForward_s).epsilon(1e-12).scale(0));
+  CHECK(r.backward_s == doctest::Approx(kBackward_s).epsilon(1e-12).scale(0));
+  CHECK(r.update_s == doctest::Approx(kUpdate_s).epsilon(1e-12).scale(0));
   CHECK(r.ranks_simulated == 1);  // identical ranks fold
 }
 
@@ -63,14 +63,14 @@ TEST_CASE("one rank at half speed delays a synchronous data-parallel step by its
     // step grows by the slow rank's extra forward, backward and update time, (1/0.5 - 1) x
     // (F + B + U), the communication after its backward being the same.
     const double extra = (1 / 0.5 - 1) * (kForward_s + kBackward_s + kUpdate_s);
-    CHECK(r.step_time_s - base.step_time_s == doctest::Approx(extra).epsilon(1e-9));
+    CHECK(r.step_time_s - base.step_time_s == doctest::Approx(extra).epsilon(1e-9).scale(0));
     // A folded rank must never hide a slow one: every rank is simulated (rank 5 is not the
     // representative; a fold would report rank 0's undelayed time).
     CHECK(r.ranks_simulated == 8);
-    CHECK(r.per_rank[static_cast<std::size_t>(slow)].backward_s == doctest::Approx(2 * kBackward_s).epsilon(1e-12));
+    CHECK(r.per_rank[static_cast<std::size_t>(slow)].backward_s == doctest::Approx(2 * kBackward_s).epsilon(1e-12).scale(0));
     // The others finish their compute on time and then wait for it.
     const auto& other = r.per_rank[slow == 0 ? 1 : 0];
-    CHECK(other.backward_s == doctest::Approx(kBackward_s).epsilon(1e-12));
+    CHECK(other.backward_s == doctest::Approx(kBackward_s).epsilon(1e-12).scale(0));
     CHECK(other.exposed_comm_s > extra - kUpdate_s);
   }
 }
@@ -80,7 +80,7 @@ TEST_CASE("equal factors on every rank still fold, and scale the step exactly") 
   c.compute_scale.assign(8, 2.0);
   const auto r = run(c);
   CHECK(r.ranks_simulated == 1);
-  CHECK(r.update_s == doctest::Approx(2 * kUpdate_s).epsilon(1e-12));
+  CHECK(r.update_s == doctest::Approx(2 * kUpdate_s).epsilon(1e-12).scale(0));
   c.fold = false;
   const auto u = run(c);
   CHECK(u.ranks_simulated == 8);
@@ -226,13 +226,13 @@ TEST_CASE("sampled steps: same seed, same times; another seed, other times; the 
   slow.slow = step::parse_slow_ranks("5:0.5", "t");
   const auto s = step::simulate_step_samples(workload(), test::toy_device(), config(), comm, slow, 3);
   const double extra = (1 / 0.5 - 1) * (kForward_s + kBackward_s + kUpdate_s);
-  for (const double x : s.step_time_s) CHECK(x - base.step_time_s == doctest::Approx(extra).epsilon(1e-9));
+  for (const double x : s.step_time_s) CHECK(x - base.step_time_s == doctest::Approx(extra).epsilon(1e-9).scale(0));
 }
 
 TEST_CASE("quantiles interpolate between order statistics (Hyndman and Fan, definition 7)") {
   const std::vector<double> v{1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
   CHECK(step::quantile_sorted(v, 0.5) == 5.5);   // h = 4.5
-  CHECK(step::quantile_sorted(v, 0.9) == doctest::Approx(9.1));  // h = 8.1
+  CHECK(step::quantile_sorted(v, 0.9) == doctest::Approx(9.1).scale(0));  // h = 8.1
   CHECK(step::quantile_sorted(v, 1.0) == 10);
   CHECK(step::quantile_sorted(v, 0.0) == 1);
 }
@@ -267,13 +267,13 @@ TEST_CASE("heterogeneous ranks: a device at half the speed is a factor 2, and a 
   for (int r = 4; r < 8; ++r) per_rank[static_cast<std::size_t>(r)] = &slow;
   const auto f = step::device_factors(workload(), true, per_rank, base);
   CHECK(f[0] == 1.0);
-  CHECK(f[4] == doctest::Approx(2.0).epsilon(1e-15));
+  CHECK(f[4] == doctest::Approx(2.0).epsilon(1e-15).scale(0));
   // The step equals the one with ranks 4-7 at half speed.
   auto c = config();
   c.compute_scale = f;
   auto h = config();
   h.compute_scale = {1, 1, 1, 1, 2, 2, 2, 2};
-  CHECK(run(c).step_time_s == doctest::Approx(run(h).step_time_s).epsilon(1e-12));
+  CHECK(run(c).step_time_s == doctest::Approx(run(h).step_time_s).epsilon(1e-12).scale(0));
   // Speeds 1,1,1,1,.5,.5,.5,.5 (total 6) share 8 x 3 = 24 samples: 4 each on the fast ranks,
   // 2 each on the slow ones; every rank's compute is then 4/3 of the even split's.
   const auto b = step::balanced_batches(f, 3);
@@ -338,11 +338,11 @@ TEST_CASE("topology device kinds: 8 H100 + 8 A100, the A100 ranks set the synchr
   // The factor by hand from the datasheet peaks (989.5 vs 312 TFLOP/s bf16 dense, both at
   // flops_eff 0.7, 4 us launch each; models/compute/device.cpp): about 3.17.
   const double f = op_s(a100) / op_s(h100);
-  CHECK(f == doctest::Approx((1e12 / (312e12 * 0.7) + 4e-6) / (1e12 / (989.5e12 * 0.7) + 4e-6)).epsilon(1e-12));
+  CHECK(f == doctest::Approx((1e12 / (312e12 * 0.7) + 4e-6) / (1e12 / (989.5e12 * 0.7) + 4e-6)).epsilon(1e-12).scale(0));
   const auto w = uniform_ops();
   const auto factors = step::device_factors(w, true, devs, h100);
   CHECK(factors[0] == 1.0);
-  CHECK(factors[8] == doctest::Approx(f).epsilon(1e-12));
+  CHECK(factors[8] == doctest::Approx(f).epsilon(1e-12).scale(0));
 
   step::TopologyComm comm(t, step::Fidelity::analytical, "ring");
   auto c = config();
@@ -353,25 +353,25 @@ TEST_CASE("topology device kinds: 8 H100 + 8 A100, the A100 ranks set the synchr
   auto base = h100;
   base.comm_units = 0;
   const auto uniform = step::simulate_step(w, base, c, comm);
-  CHECK(uniform.forward_s == doctest::Approx(2 * op_s(h100)).epsilon(1e-9));
+  CHECK(uniform.forward_s == doctest::Approx(2 * op_s(h100)).epsilon(1e-9).scale(0));
   c.compute_scale = factors;
   const auto mixed = step::simulate_step(w, base, c, comm);
   // The headline figures are the slowest rank's: an A100's compute, by hand.
-  CHECK(mixed.forward_s == doctest::Approx(2 * op_s(a100)).epsilon(1e-9));
-  CHECK(mixed.backward_s == doctest::Approx(2 * op_s(a100)).epsilon(1e-9));
-  CHECK(mixed.update_s == doctest::Approx(f * uniform.update_s).epsilon(1e-9));
+  CHECK(mixed.forward_s == doctest::Approx(2 * op_s(a100)).epsilon(1e-9).scale(0));
+  CHECK(mixed.backward_s == doctest::Approx(2 * op_s(a100)).epsilon(1e-9).scale(0));
+  CHECK(mixed.update_s == doctest::Approx(f * uniform.update_s).epsilon(1e-9).scale(0));
   // Every collective waits for the A100 ranks and their update runs last: the step grows by
   // their extra forward, backward and update, (f - 1) x (F + B + U) of the H100 step (the
   // gradient all-reduces, microseconds, are the same after their backward).
   const double extra = (f - 1) * (uniform.forward_s + uniform.backward_s + uniform.update_s);
-  CHECK(mixed.step_time_s - uniform.step_time_s == doctest::Approx(extra).epsilon(1e-9));
+  CHECK(mixed.step_time_s - uniform.step_time_s == doctest::Approx(extra).epsilon(1e-9).scale(0));
   // The H100 ranks compute at their own speed, then wait.
   CHECK(mixed.ranks_simulated == 16);
-  CHECK(mixed.per_rank[0].backward_s == doctest::Approx(2 * op_s(h100)).epsilon(1e-9));
+  CHECK(mixed.per_rank[0].backward_s == doctest::Approx(2 * op_s(h100)).epsilon(1e-9).scale(0));
   CHECK(mixed.per_rank[0].exposed_comm_s > (f - 1) * uniform.backward_s);
   // All sixteen ranks on A100s give the same step: the faster half changes nothing.
   c.compute_scale.assign(16, factors[8]);
-  CHECK(step::simulate_step(w, base, c, comm).step_time_s == doctest::Approx(mixed.step_time_s).epsilon(1e-12));
+  CHECK(step::simulate_step(w, base, c, comm).step_time_s == doctest::Approx(mixed.step_time_s).epsilon(1e-12).scale(0));
 }
 
 TEST_CASE("topology device kinds: an unknown kind names its node and lists the devices") {

@@ -48,8 +48,8 @@ TEST_CASE("srun-prefixed all_reduce_perf fixture: 29 rows, 16 ranks solved from 
   CHECK(recs.front().time_us == 164.3);
   CHECK(recs.back().bytes == 2147483648ULL);
   CHECK(recs.back().time_us == 51406);
-  CHECK(recs.back().algbw_GBps == doctest::Approx(2147483648.0 / 51406e3));           // 41.775
-  CHECK(recs.back().busbw_GBps == doctest::Approx(2147483648.0 / 51406e3 * 30 / 16));  // 78.33
+  CHECK(recs.back().algbw_GBps == doctest::Approx(2147483648.0 / 51406e3).scale(0));           // 41.775
+  CHECK(recs.back().busbw_GBps == doctest::Approx(2147483648.0 / 51406e3 * 30 / 16).scale(0));  // 78.33
   CHECK(recs[17].bytes == 1048576);
   CHECK(recs[17].time_us == 309.4);
 }
@@ -87,8 +87,8 @@ TEST_CASE("header lines give collective, ranks, hosts and ranks per node") {
   CHECK(recs[0].ranks == 4);
   CHECK(recs[0].ranks_per_node == 2);
   CHECK(recs[0].host == "nodeA");
-  CHECK(recs[0].algbw_GBps == doctest::Approx(0.1));  // 1024 B / 10.24 us
-  CHECK(recs[0].busbw_GBps == doctest::Approx(0.075));
+  CHECK(recs[0].algbw_GBps == doctest::Approx(0.1).scale(0));  // 1024 B / 10.24 us
+  CHECK(recs[0].busbw_GBps == doctest::Approx(0.075).scale(0));
 }
 
 TEST_CASE("corrupted logs fail with the line number, never a wrong record") {
@@ -151,7 +151,7 @@ TEST_CASE("nccl-tests -J JSON report (version 2, src/util.cu)") {
   CHECK(recs[0].host == "gpu-a");
   CHECK(recs[0].date == "2025-03-01 10:00:00");
   CHECK(recs[0].time_us == 100.0);
-  CHECK(recs[0].busbw_GBps == doctest::Approx(5.24288));  // 10.48576 x (2-1)/2
+  CHECK(recs[0].busbw_GBps == doctest::Approx(5.24288).scale(0));  // 10.48576 x (2-1)/2
   std::string nan = json;
   nan.replace(nan.find("\"time\":100.000000"), 17, "\"time\":\"nan\"");
   CHECK_THROWS_WITH_AS(parse_log(nan, "ag.json"),

@@ -14,14 +14,14 @@ TEST_CASE("osu_latency: one-way time is the logged latency") {
   CHECK(recs[1].ranks == 2);
   CHECK(recs[1].peer == 1);
   CHECK(recs[1].time_us == 2500.0);
-  CHECK(recs[1].algbw_GBps == doctest::Approx(1048576.0 / 2500e3));
+  CHECK(recs[1].algbw_GBps == doctest::Approx(1048576.0 / 2500e3).scale(0));
 }
 
 TEST_CASE("osu_bibw: one exchange takes 2 x size / bandwidth (MB/s = 1e6 B/s)") {
   const auto recs = parse_log("# OSU MPI Bi-Directional Bandwidth Test v7.3\n# Size      Bandwidth (MB/s)\n1048576   100.00\n", "bibw.txt");
   REQUIRE(recs.size() == 1);
   CHECK(recs[0].collective == "exchange");
-  CHECK(recs[0].time_us == doctest::Approx(2.0 * 1048576 / 100e6 * 1e6));  // 20971.52 us
+  CHECK(recs[0].time_us == doctest::Approx(2.0 * 1048576 / 100e6 * 1e6).scale(0));  // 20971.52 us
 }
 
 TEST_CASE("osu_allgather: S = ranks x per-rank size; extra -f columns are counted") {
@@ -33,7 +33,7 @@ TEST_CASE("osu_allgather: S = ranks x per-rank size; extra -f columns are counte
       "ag.txt", o);
   REQUIRE(recs.size() == 1);
   CHECK(recs[0].bytes == 1048576);  // 4 x 262144
-  CHECK(recs[0].busbw_GBps == doctest::Approx(1048576.0 / 1000e3 * 0.75));
+  CHECK(recs[0].busbw_GBps == doctest::Approx(1048576.0 / 1000e3 * 0.75).scale(0));
 }
 
 TEST_CASE("OSU errors carry the line number") {
@@ -68,10 +68,10 @@ TEST_CASE("osu_bw (corpus file): one-direction stream, time per message = size /
   CHECK(recs[0].dtype == "char");
   // osu_bw.c: bw = size x window x iterations / t / 1e6, so one message takes size / (bw x 1e6) s,
   // half of what the same figure means for osu_bibw (both directions counted).
-  CHECK(recs[0].time_us == doctest::Approx(268435456.0 / 12254.16e6 * 1e6));  // 21905.9 us
-  CHECK(recs[0].algbw_GBps == doctest::Approx(12.25416));
+  CHECK(recs[0].time_us == doctest::Approx(268435456.0 / 12254.16e6 * 1e6).scale(0));  // 21905.9 us
+  CHECK(recs[0].algbw_GBps == doctest::Approx(12.25416).scale(0));
   CHECK(recs[0].busbw_GBps == recs[0].algbw_GBps);
   const auto bibw = parse_log("# OSU MPI Bi-Directional Bandwidth Test v7.5\n# Size      Bandwidth (MB/s)\n268435456  12254.16\n", "bibw.txt");
-  CHECK(bibw.at(0).time_us == doctest::Approx(2 * recs[0].time_us));
+  CHECK(bibw.at(0).time_us == doctest::Approx(2 * recs[0].time_us).scale(0));
   CHECK(canonical_collective("unidirectional") == "stream");
 }

@@ -72,8 +72,8 @@ TEST_CASE("v2 trace, two groups of 4 sharing the leaf uplinks: both all-reduces 
   const double alone = 6 * (4 * lat + kS / n / U);
   const double both = 6 * (4 * lat + kS / n / (U / 2));
   // The isolated time is the derivation's (the collectives layer on the same ring and route).
-  CHECK(isolated(ft, {0, 1, 4, 5}) == doctest::Approx(alone).epsilon(1e-9));
-  CHECK(isolated(ft, {2, 3, 6, 7}) == doctest::Approx(alone).epsilon(1e-9));
+  CHECK(isolated(ft, {0, 1, 4, 5}) == doctest::Approx(alone).epsilon(1e-9).scale(0));
+  CHECK(isolated(ft, {2, 3, 6, 7}) == doctest::Approx(alone).epsilon(1e-9).scale(0));
 
   const auto w = trace::to_workload(trace::load_trace(kTwoGroups));
   REQUIRE(w.per_rank);
@@ -112,7 +112,7 @@ TEST_CASE("v2 trace, two groups of 4 on disjoint links: each all-reduce takes ex
   const std::string sw = "switch:n=8,bw=100GB/s,lat=1us";
   const double lat = 1e-6, B = 100e9, n = 4;
   const double alone = 6 * (2 * lat + kS / n / B);
-  CHECK(isolated(sw, {0, 1, 4, 5}) == doctest::Approx(alone).epsilon(1e-9));
+  CHECK(isolated(sw, {0, 1, 4, 5}) == doctest::Approx(alone).epsilon(1e-9).scale(0));
   const auto w = trace::to_workload(trace::load_trace(kTwoGroups));
   const auto r = replay(w, sw, step::Fidelity::flow);
   REQUIRE(r.per_rank.size() == 8);
@@ -146,7 +146,7 @@ TEST_CASE("v2 trace: a rank in two groups runs their collectives on two streams,
   // Ring all-reduce on 2 ranks: 2 steps of S/2; with both groups, rank 0's uplink and downlink
   // each carry two flows: every step at half rate: 2 x (2 lat + (S/2)/(B/2)).
   const double S = 8388608, B = 100e9, lat = 1e-6;
-  CHECK(one == doctest::Approx(2 * (2 * lat + S / 2 / B)).epsilon(1e-9));
+  CHECK(one == doctest::Approx(2 * (2 * lat + S / 2 / B)).epsilon(1e-9).scale(0));
   CHECK(std::abs(r.step_time_s - 2 * (2 * lat + S / 2 / (B / 2))) <= 1e-11);
   CHECK(r.step_time_s < 2 * one);  // not serialised
 }
@@ -164,7 +164,7 @@ TEST_CASE("v2 trace: a send/recv pair is a rendezvous, then the transfer") {
   step::TopologyComm comm(topo, step::Fidelity::analytical, "auto", {}, coll::CollectiveOp{}.element_bytes);
   const double transfer = comm.time_s(coll::OpKind::broadcast, 1048576, {0, 1});
   // One transfer of S over two links (host -> switch -> host): 2 lat + S/B.
-  CHECK(transfer == doctest::Approx(2e-6 + 1048576 / 100e9).epsilon(1e-9));
+  CHECK(transfer == doctest::Approx(2e-6 + 1048576 / 100e9).epsilon(1e-9).scale(0));
   const auto r = replay(trace::to_workload(t), sw, step::Fidelity::analytical);
   REQUIRE(r.per_rank.size() == 2);
   CHECK(std::abs(r.per_rank[0].step_time_s - (0.001 + transfer)) <= 1e-12);  // the send ends with the transfer
