@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <memory>
+#include <mutex>
 #include <span>
 #include <stdexcept>
 
+#include "models/compute/device_json.hpp"
 #include "sim/error.hpp"
 
 namespace shardsim::compute {
@@ -283,6 +286,16 @@ const Registry& device_registry() {
 }
 
 const Device& find_device(const std::string& name, const std::string& where) {
+  if (is_device_file(name)) {
+    // Loaded once per path and kept for the process, so the reference stays valid like a
+    // preset's; a mutex because commands may resolve devices from several threads.
+    static std::mutex mu;
+    static std::map<std::string, std::unique_ptr<const Device>> files;
+    const std::lock_guard lock(mu);
+    auto& slot = files[name];
+    if (!slot) slot = std::make_unique<const Device>(load_device_file(name, where));
+    return *slot;
+  }
   return device_presets()[device_registry().at(name, where)];
 }
 
