@@ -69,9 +69,7 @@ struct Device {
 
 /// All presets, in a fixed order (TPUs by generation, then GPUs).
 const std::vector<Device>& device_presets();
-/// The preset `name`, or when `name` ends in ".json" the device that file describes
-/// (device_json.hpp; loaded once per path, kept for the process). Throws ConfigError naming
-/// `where` and listing the valid names, or naming the file and JSON pointer of a bad field.
+/// Preset `name`, or the device a "*.json" file describes (device_json.hpp); ConfigError naming `where`.
 const Device& find_device(const std::string& name, const std::string& where);
 /// The presets as a registry (sim/registry.hpp): entry i describes device_presets()[i].
 const Registry& device_registry();
