@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <memory>
+#include <mutex>
 #include <span>
 #include <stdexcept>
 
+#include "models/compute/device_json.hpp"
 #include "sim/error.hpp"
 
 namespace shardsim::compute {
@@ -104,17 +107,35 @@ Device gpu(std::string name, std::string desc, double fp32, double tf32, double 
 //    ones are the most efficient (NVIDIA "Matrix Multiplication Background User's Guide",
 //    "Tile quantization"). TPUs: one 128x128 MXU systolic array per tile (Cloud TPU docs,
 //    "System architecture").
-//  - gemm_eff: the Maximum Achievable Matmul FLOPS (MAMF), the best bf16 matmul rate a
-//    brute-force shape search measured, over the dense peak (S. Bekman, "Machine Learning
-//    Engineering Open Book", compute/accelerator, "Maximum Achievable Matmul FLOPS comparison
-//    table"): A100 SXM 267.9 / 312 = 0.859 (CUDA 12.1), H100 SXM 792.1 / 989 = 0.801 (CUDA
-//    12.1), H100/H200 SXM 794.5 / 989 = 0.803, MI300X 781.9 / 1300 = 0.601 (ROCm 6.2). Devices
-//    without a measured row carry an assumption, named in compute_source.
+//  - gemm_eff: the fraction of the dense peak that back-to-back GEMMs on random-valued data
+//    sustain at the board's power limit, which is what a training step runs. Two measurements
+//    of the same matmuls separate it from the best-case figure the presets used before:
+//      * the Maximum Achievable Matmul FLOPS (MAMF) is the FASTEST of 100 timed iterations of the
+//        best shape a brute-force search found (S. Bekman, "Machine Learning Engineering Open
+//        Book", compute/accelerator/benchmarks/README.md: "fastest result is picked (not the
+//        average)"): A100 SXM 267.9 / 312 = 0.859, H100 SXM 792.1 / 989 = 0.801 (v1 table,
+//        CUDA 12.1); H100/H200 SXM 794.5 (v2), B200 1745 (insights/when-to-upgrade-gpus);
+//      * the same book's Maximum SUSTAINABLE Matmul FLOPS (MSMF, mamf-finder.py benchmark
+//        version 3+: "what the chip holds once saturated near TDP (matches sustained training
+//        throughput)"): a burst runs at the boost clock below the power limit, a GEMM that fills
+//        every SM draws the whole limit and the clock settles lower. H200 SXM (the GH100 die of
+//        the H100 at the same 700 W): MAMF 834, MSMF 755 TFLOPS, 755 / 989 = 0.763 of peak and
+//        755 / 834 = 0.905 of the burst; B200 (1000 W, the clock settling from 1965 to about
+//        1450 MHz): MSMF 1429 / 2250 = 0.635 of peak, 1429 / 1745 = 0.819 of the burst.
+//      * A100 SXM at its 400 W limit: cuBLAS bf16 8192 x 8192 x 8192 (19 full waves of 256x128
+//        tiles on 108 SMs) reaches 257 TFLOPS on torch.randn inputs, 295 on zeros: the power
+//        limit lowers the clock more the more bits toggle (H. He, "Strangely, Matrix
+//        Multiplications on GPUs Run Faster When Given 'Predictable' Data!", thonking.ai, 2024):
+//        257 / 312 = 0.824 of peak, 257 / 267.9 = 0.959 of the MAMF burst.
+//    Devices without a sustained measurement carry an assumption, named in compute_source.
 //  - Attention: FlashAttention-2 (the kernel of PyTorch's SDPA flash backend and of the
 //    frameworks of the published corpus) reaches 50-73 % of peak on A100 (Dao 2023, "Flash-
 //    Attention-2", arXiv 2307.08691, abstract and sec. 4.1: forward near the top of the range
 //    for head dimension 128, backward near the bottom) and 35 % on H100 (Shah et al. 2024,
-//    "FlashAttention-3", arXiv 2407.08608, sec. 1).
+//    "FlashAttention-3", arXiv 2407.08608, sec. 1). Those are kernel benchmarks (short runs at
+//    the boost clock); in a training step attention runs on the same clock as the GEMMs around
+//    it, so its fractions are scaled by the same sustained / burst ratio as gemm_eff (A100 0.959,
+//    Hopper 0.905, B200 0.819 above).
 // Constant-initialised (no constructor runs): make_presets() may run during another
 // translation unit's static initialisation (a registration that reads the device registry),
 // before a std::vector at namespace scope here would have been built. With vectors, the CLI
@@ -133,8 +154,13 @@ void per_op(Device& d, std::uint32_t units, std::span<const GemmTile> tiles, dou
   d.compute_source = std::move(src);
 }
 
-constexpr double kA100Mamf = 267.9 / 312.0;
-constexpr double kH100Mamf = 792.1 / 989.0;
+// Sustained fractions of peak (gemm_eff) and sustained / burst clock ratios, cited above.
+constexpr double kA100Sustained = 257.0 / 312.0;
+constexpr double kA100Clock = 257.0 / 267.9;
+constexpr double kHopperSustained = 755.0 / 989.0;
+constexpr double kHopperClock = 755.0 / 834.0;
+constexpr double kB200Sustained = 1429.0 / 2250.0;
+constexpr double kB200Clock = 1429.0 / 1745.0;
 const char* const kTpuAssumed =
     "MXU count: Cloud TPU docs 'System architecture'; gemm_eff 0.7 and attention 0.5/0.4 of peak are assumptions "
     "(no published matmul microbenchmark)";
@@ -168,14 +194,15 @@ std::vector<Device> make_presets() {
   // 312 TF, INT8 624 TOPS (dense); 40GB HBM2 1,555 GB/s; 80GB HBM2e 2,039 GB/s. 108 SMs
   // (NVIDIA A100 Tensor Core GPU Architecture whitepaper, 2020).
   const char* const a100_src =
-      "108 SMs: A100 architecture whitepaper; gemm_eff: MAMF 267.9/312 (ml-engineering, CUDA 12.1); attention: "
-      "FlashAttention-2 on A100, Dao 2023 (50-73 % of peak; 0.65 forward, 0.50 backward)";
+      "108 SMs: A100 architecture whitepaper; gemm_eff: cuBLAS 8192^3 on random data at the 400 W limit, 257/312 "
+      "(H. He 2024); attention: FlashAttention-2 on A100, Dao 2023 (0.65 forward, 0.50 backward) x 257/267.9, the "
+      "sustained / burst clock";
   v.push_back(gpu("a100-40gb", "NVIDIA A100 SXM 40GB", 19.5 * T, 156 * T, 312 * T, 0, 624 * T, 40 * GiB, 1555 * GB,
                   "NVIDIA A100 datasheet (2021)"));
-  per_op(v.back(), 108, kCudaTiles, kA100Mamf, 0.65, 0.50, a100_src);
+  per_op(v.back(), 108, kCudaTiles, kA100Sustained, 0.65 * kA100Clock, 0.50 * kA100Clock, a100_src);
   v.push_back(gpu("a100-80gb", "NVIDIA A100 SXM 80GB", 19.5 * T, 156 * T, 312 * T, 0, 624 * T, 80 * GiB, 2039 * GB,
                   "NVIDIA A100 datasheet (2021)"));
-  per_op(v.back(), 108, kCudaTiles, kA100Mamf, 0.65, 0.50, a100_src);
+  per_op(v.back(), 108, kCudaTiles, kA100Sustained, 0.65 * kA100Clock, 0.50 * kA100Clock, a100_src);
   // NCCL channels on an 8-GPU HGX A100 (NVSwitch): 24, as NCCL logs them ("Channel 00/24 ...
   // 23/24", NVIDIA/nccl-tests issue 100; NVIDIA/nccl issue 578); one SM each (see device.hpp).
   const char* const a100_comm = "24 NCCL channels on HGX A100 NVSwitch (NCCL INIT logs: NVIDIA/nccl-tests#100, NVIDIA/nccl#578)";
@@ -188,9 +215,11 @@ std::vector<Device> make_presets() {
   // Tensor Core GPU Architecture whitepaper, SXM5).
   v.push_back(gpu("h100", "NVIDIA H100 SXM 80GB", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 1979 * T, 80 * GiB,
                   3350 * GB, "NVIDIA H100 datasheet (SXM)"));
-  per_op(v.back(), 132, kCudaTiles, kH100Mamf, 0.35, 0.35,
-         "132 SMs: H100 architecture whitepaper; gemm_eff: MAMF 792.1/989 (ml-engineering, CUDA 12.1); attention: "
-         "FlashAttention-2 at 35 % of peak on H100 (Shah et al. 2024, sec. 1)");
+  const char* const hopper_src =
+      "132 SMs: H100 architecture whitepaper; gemm_eff: MSMF 755/989 of the GH100 die at 700 W (ml-engineering, "
+      "H200 SXM); attention: FlashAttention-2 at 35 % of peak on Hopper (Shah et al. 2024, sec. 1) x 755/834, the "
+      "sustained / burst clock";
+  per_op(v.back(), 132, kCudaTiles, kHopperSustained, 0.35 * kHopperClock, 0.35 * kHopperClock, hopper_src);
   // NCCL channels on an 8-GPU HGX H100 (NVSwitch, 18 NVLink4 links): 32, NCCL's channel
   // maximum (MAXCHANNELS; NCCL_MAX_NCHANNELS docs), which its topology search reaches there;
   // the INIT log of a DGX H100 lists channels past 22 (NVIDIA/nccl issue 1259). NVLS (NVLink
@@ -204,30 +233,32 @@ std::vector<Device> make_presets() {
   // sparsity -> dense half; 80GB HBM2e, 2.0 TB/s; 114 SMs (architecture whitepaper).
   v.push_back(gpu("h100-pcie", "NVIDIA H100 PCIe 80GB", 51 * T, 378 * T, 756.5 * T, 1513 * T, 1513 * T, 80 * GiB,
                   2000 * GB, "NVIDIA H100 datasheet (PCIe)"));
-  per_op(v.back(), 114, kCudaTiles, kH100Mamf, 0.35, 0.35,
-         "114 SMs: H100 architecture whitepaper; gemm_eff: the SXM part's MAMF fraction (assumption: no PCIe row); "
-         "attention: FlashAttention-2 on H100, Shah et al. 2024");
+  per_op(v.back(), 114, kCudaTiles, kHopperSustained, 0.35 * kHopperClock, 0.35 * kHopperClock,
+         "114 SMs: H100 architecture whitepaper; gemm_eff and attention: the SXM part's sustained fractions "
+         "(assumption: no PCIe measurement; its 350 W limit may hold a lower clock)");
   // NVIDIA H200 Tensor Core GPU datasheet, SXM: same compute as H100; 141 GB HBM3e, 4.8 TB/s.
   v.push_back(gpu("h200", "NVIDIA H200 SXM 141GB", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 1979 * T,
                   141ULL * 1000000000ULL, 4800 * GB, "NVIDIA H200 datasheet (SXM)"));
-  per_op(v.back(), 132, kCudaTiles, 794.5 / 989.0, 0.35, 0.35,
-         "132 SMs (the H100 die); gemm_eff: MAMF 794.5/989 for H100/H200 SXM (ml-engineering); attention: "
-         "FlashAttention-2 on Hopper, Shah et al. 2024");
+  per_op(v.back(), 132, kCudaTiles, kHopperSustained, 0.35 * kHopperClock, 0.35 * kHopperClock, hopper_src);
   v.back().comm_units = 32;  // the H100 board's NCCL channels (above)
   v.back().comm_units_source = h100_comm;
   // NVIDIA HGX B200 datasheet (8 GPUs): FP32 600 TF; TF32 18, BF16 36, FP8 72 PF and INT8
   // 72 POPS with sparsity; 1.4 TB HBM3e, 64 TB/s. Per GPU, dense: /8, then /2.
-  const char* const bw_src =
-      "148 SMs (device query as publicly reported; NVIDIA publishes no count); gemm_eff 0.8 and attention 0.5/0.4 "
-      "are assumptions (Hopper's MAMF fraction; no published Blackwell microbenchmark in the sources)";
   v.push_back(gpu("b200", "NVIDIA B200 (HGX B200)", 75 * T, 1125 * T, 2250 * T, 4500 * T, 4500 * T,
                   180ULL * 1000000000ULL, 8000 * GB, "NVIDIA HGX B200 datasheet"));
-  per_op(v.back(), 148, kCudaTiles, 0.8, 0.5, 0.4, bw_src);
+  per_op(v.back(), 148, kCudaTiles, kB200Sustained, 0.5 * kB200Clock, 0.4 * kB200Clock,
+         "148 SMs (device query as publicly reported; NVIDIA publishes no count); gemm_eff: MSMF 1429/2250 at 1000 W "
+         "(ml-engineering); attention 0.5/0.4 of peak is an assumption (no published Blackwell fraction in the "
+         "sources) x 1429/1745, the sustained / burst clock");
+  const char* const gb_src =
+      "148 SMs (device query as publicly reported; NVIDIA publishes no count); gemm_eff 0.8 and attention 0.5/0.4 "
+      "are assumptions (a burst fraction; no published GB200 sustained measurement in the sources: at its higher "
+      "power limit it may keep more of its clock than the B200)";
   // NVIDIA GB200 NVL72 datasheet (72 GPUs): FP32 5,760 TF; TF32 180, BF16 360, FP8 720 PF and
   // INT8 720 POPS with sparsity; 13.4 TB HBM3e, 576 TB/s. Per GPU, dense: /72, then /2.
   v.push_back(gpu("gb200", "NVIDIA Blackwell GPU of a GB200 superchip (NVL72)", 80 * T, 1250 * T, 2500 * T,
                   5000 * T, 5000 * T, 186ULL * 1000000000ULL, 8000 * GB, "NVIDIA GB200 NVL72 datasheet"));
-  per_op(v.back(), 148, kCudaTiles, 0.8, 0.5, 0.4, bw_src);
+  per_op(v.back(), 148, kCudaTiles, 0.8, 0.5, 0.4, gb_src);
   // AMD Instinct MI300X datasheet: FP32 matrix 163.4 TF, TF32 653.7, BF16 1,307.4, FP8 2,614.9,
   // INT8 2,614.9 TOPS (dense); 192 GB HBM3, 5.3 TB/s; 304 compute units.
   v.push_back(gpu("mi300x", "AMD Instinct MI300X 192GB", 163.4 * T, 653.7 * T, 1307.4 * T, 2614.9 * T, 2614.9 * T,
@@ -255,6 +286,16 @@ const Registry& device_registry() {
 }
 
 const Device& find_device(const std::string& name, const std::string& where) {
+  if (is_device_file(name)) {
+    // Loaded once per path and kept for the process, so the reference stays valid like a
+    // preset's; a mutex because commands may resolve devices from several threads.
+    static std::mutex mu;
+    static std::map<std::string, std::unique_ptr<const Device>> files;
+    const std::lock_guard lock(mu);
+    auto& slot = files[name];
+    if (!slot) slot = std::make_unique<const Device>(load_device_file(name, where));
+    return *slot;
+  }
   return device_presets()[device_registry().at(name, where)];
 }
 

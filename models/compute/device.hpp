@@ -69,7 +69,7 @@ struct Device {
 
 /// All presets, in a fixed order (TPUs by generation, then GPUs).
 const std::vector<Device>& device_presets();
-/// Throws ConfigError naming `where` and listing the valid names.
+/// Preset `name`, or the device a "*.json" file describes (device_json.hpp); ConfigError naming `where`.
 const Device& find_device(const std::string& name, const std::string& where);
 /// The presets as a registry (sim/registry.hpp): entry i describes device_presets()[i].
 const Registry& device_registry();

@@ -20,8 +20,9 @@
 // The throughput error is the MFU error: predicted MFU = measured MFU x predicted / measured
 // tokens per second per GPU (the same definition on both sides). Compute overlapped by an FSDP
 // collective runs on the SMs NCCL's channels leave (Device::comm_units, models/step/executor.hpp).
-// Asserted: median |relative MFU error| <= 29 % and largest <= 59 % (what is reached, 28.2 % and
-// 58.0 %; issue 15's target of 10 % is not met), and every configuration that ran is predicted
+// GEMMs and attention run at the presets' sustained (power-limited) rates (device.cpp).
+// Asserted: median |relative MFU error| <= 23.5 % and largest <= 52 % (what is reached, 22.9 %
+// and 51.4 %; issue 15's target of 10 % is not met), and every configuration that ran is predicted
 // to fit. SHARDSIM_ACCURACY_BREAKDOWN=1 prints each simulated step's parts to stderr.
 // Label accuracy; prints the table that docs/validation.md carries.
 #include <doctest/doctest.h>
@@ -164,9 +165,9 @@ std::vector<Prediction> predict_all() {
 
 }  // namespace
 
-// Issue 15's target is a median of 10 %; measured 31.6 % without and 28.2 % with the SM
-// contention of FSDP collectives on 2026-12-01 (every prediction too high, docs/validation.md;
-// largest 76.2 % and 58.0 %). The bounds below is what the model reaches, so a regression fails
+// Issue 15's target is a median of 10 %; measured on 2026-12-01: 31.6 % without and 28.2 % with
+// the SM contention of FSDP collectives, 22.9 % with the sustained GEMM / attention rates as well
+// (every prediction too high, docs/validation.md; largest 76.2, 58.0 and 51.4 %). The bounds below is what the model reaches, so a regression fails
 // the test; tighten it as the model improves. The target is not met and the issue is open.
 TEST_CASE("published FSDP runs: MFU predicted from presets (median |error| bound = what is reached), every run predicted to fit") {
   const auto preds = predict_all();
@@ -188,7 +189,7 @@ TEST_CASE("published FSDP runs: MFU predicted from presets (median |error| bound
   const double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
   fmt::print("\n{} records; median |MFU error| {:.1f} %; largest {:.1f} %; predicted not to fit: {}\n", n, 100 * median,
              100 * sorted.back(), misfits);
-  CHECK(median <= 0.29);
-  CHECK(sorted.back() <= 0.59);
+  CHECK(median <= 0.235);
+  CHECK(sorted.back() <= 0.52);
   CHECK(misfits == 0);
 }
