@@ -1,11 +1,11 @@
 // In-network all-reduce (NVLink SHARP / NVLS in NVSwitch 3, NVIDIA Hopper architecture
 // whitepaper 2022, "NVLink SHARP"; Graham et al. 2016, "Scalable Hierarchical Aggregation
 // Protocol (SHArP)", COMHPC): every rank sends its buffer to a switch that reduces, and the
-// switch multicasts the result back. Two steps, pipelined in C chunks (CostParams::chunks; 0 =
-// ceil(S / 1 MiB), at most 64), each moving S' per rank and direction:
+// switch multicasts the result back. Two steps (SHARP) or four (NVLS), pipelined in C chunks
+// (CostParams::chunks; 0 = ceil(S / 1 MiB), at most 64), moving S' per rank and direction:
 //   t = (alpha_up + S'/(C B_up)) + (alpha_down + S'/(C B_down)) + (C-1) max(up, down)
-// The upward pieces and the downward pieces use opposite link directions, so the pipeline
-// stages do not share links.
+// (SHARP's upward and downward pieces use opposite link directions, so its two stages do not
+// share links; NVLS below.)
 // - SHARP on a network switch (ib / ethernet links, NCCL's CollNet): the switch reduces the
 //   streams and sends the result down, S' = S.
 // - NVLS on an NVSwitch (nvlink links): NCCL's kernel (NVIDIA/nccl src/device/all_reduce.h,
