@@ -20,6 +20,9 @@ namespace {
 
 constexpr std::uint64_t kLarge = 64ull << 20;  // busbw medians over S >= 64 MiB
 constexpr std::uint64_t kSmall = 64ull << 10;  // time medians over S <= 64 KiB
+constexpr std::uint64_t kMidLo = 1ull << 20;   // time medians over 1 MiB <= S <= 32 MiB
+constexpr std::uint64_t kMidHi = 32ull << 20;
+bool is_mid(std::uint64_t bytes) { return bytes >= kMidLo && bytes <= kMidHi; }
 
 struct Measured {
   std::uint64_t bytes = 0;
@@ -127,13 +130,15 @@ void predict_file(PublishedResult& res, const nlohmann::json& entry, const std::
     res.topology = rows[i].topology;
     res.points.push_back(p);
   }
-  std::vector<double> large, small;
+  std::vector<double> large, small, mid;
   for (const auto& p : res.points) {
     if (p.bytes >= kLarge) large.push_back(p.busbw_error());
     if (p.bytes <= kSmall) small.push_back(p.time_error());
+    if (is_mid(p.bytes)) mid.push_back(p.time_error());
   }
   if (!large.empty()) res.busbw_large = median(large);
   if (!small.empty()) res.time_small = median(small);
+  if (!mid.empty()) res.time_mid = median(mid);
   const auto& last = *std::max_element(res.points.begin(), res.points.end(),
                                        [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
   res.largest = last.busbw_error();
@@ -238,7 +243,7 @@ std::vector<PublishedResult> predict_published(const std::string& index_path) {
 
 PublishedSummary summarize_published(const std::vector<PublishedResult>& r) {
   PublishedSummary s;
-  std::vector<double> large, small;
+  std::vector<double> large, small, mid;
   for (const auto& f : r) {
     if (f.skipped) {
       ++s.skipped;
@@ -248,6 +253,7 @@ PublishedSummary summarize_published(const std::vector<PublishedResult>& r) {
     for (const auto& p : f.points) {
       if (p.bytes >= kLarge) large.push_back(std::fabs(p.busbw_error()));
       if (p.bytes <= kSmall) small.push_back(std::fabs(p.time_error()));
+      if (is_mid(p.bytes)) mid.push_back(std::fabs(p.time_error()));
     }
     if (std::fabs(f.largest) >= s.worst_largest) {
       s.worst_largest = std::fabs(f.largest);
@@ -258,18 +264,20 @@ PublishedSummary summarize_published(const std::vector<PublishedResult>& r) {
   s.points_small = static_cast<int>(small.size());
   s.median_abs_busbw_large = median(large);
   s.median_abs_time_small = median(small);
+  s.points_mid = static_cast<int>(mid.size());
+  s.median_abs_time_mid = median(mid);
   return s;
 }
 
 std::string published_table(const std::vector<PublishedResult>& r, const PublishedSummary& s) {
   auto pct = [](const std::optional<double>& v) { return v ? fmt::format("{:+.1f} %", 100 * *v) : std::string("-"); };
   std::string out =
-      "| file | topology | ranks | busbw error, median S >= 64 MiB | time error, median S <= 64 KiB | error at the "
-      "largest S | model at the largest S |\n|---|---|---|---|---|---|---|\n";
+      "| file | topology | ranks | busbw error, median S >= 64 MiB | time error, median S <= 64 KiB | time error, median "
+      "1-32 MiB | error at the largest S | model at the largest S |\n|---|---|---|---|---|---|---|---|\n";
   for (const auto& f : r) {
     if (f.skipped) continue;
-    out += fmt::format("| `{}` | {} | {} | {} | {} | {:+.1f} % | {} |\n", f.file, f.topology, f.ranks, pct(f.busbw_large),
-                       pct(f.time_small), 100 * f.largest, f.largest_algorithm);
+    out += fmt::format("| `{}` | {} | {} | {} | {} | {} | {:+.1f} % | {} |\n", f.file, f.topology, f.ranks,
+                       pct(f.busbw_large), pct(f.time_small), pct(f.time_mid), 100 * f.largest, f.largest_algorithm);
   }
   out += "\nNot predicted:\n\n";
   for (const auto& f : r) {
@@ -277,9 +285,10 @@ std::string published_table(const std::vector<PublishedResult>& r, const Publish
   }
   out += fmt::format(
       "\n{} files predicted, {} skipped. Median |busbw error| at S >= 64 MiB over {} points: {:.1f} %. Median |time "
-      "error| at S <= 64 KiB over {} points: {:.1f} %. Worst |error| at a file's largest size: {:.1f} % ({}).\n",
+      "error| at S <= 64 KiB over {} points: {:.1f} %. Median |time error| at 1 MiB <= S <= 32 MiB over {} points: "
+      "{:.1f} %. Worst |error| at a file's largest size: {:.1f} % ({}).\n",
       s.files, s.skipped, s.points_large, 100 * s.median_abs_busbw_large, s.points_small, 100 * s.median_abs_time_small,
-      100 * s.worst_largest, s.worst_file);
+      s.points_mid, 100 * s.median_abs_time_mid, 100 * s.worst_largest, s.worst_file);
   return out;
 }
 

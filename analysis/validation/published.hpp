@@ -41,9 +41,10 @@ struct PublishedResult {
   int ranks = 0;
   std::optional<std::string> skipped;  ///< why the file is not predicted
   std::vector<PublishedPoint> points;
-  /// Medians of the signed errors: busbw at S >= 64 MiB, time at S <= 64 KiB; nullopt when the
-  /// file has no such size. `largest` = busbw error at the largest size.
-  std::optional<double> busbw_large, time_small;
+  /// Medians of the signed errors: busbw at S >= 64 MiB, time at S <= 64 KiB, time at 1 MiB <=
+  /// S <= 32 MiB (the mid-size ramp); nullopt when the file has no such size. `largest` = busbw
+  /// error at the largest size.
+  std::optional<double> busbw_large, time_small, time_mid;
   double largest = 0;
   std::string largest_algorithm;
 };
@@ -55,8 +56,8 @@ std::vector<PublishedResult> predict_published(const std::string& index_path);
 struct PublishedSummary {
   int files = 0, skipped = 0;
   /// Medians of |error| over every point of every predicted file (pooled).
-  double median_abs_busbw_large = 0, median_abs_time_small = 0;
-  int points_large = 0, points_small = 0;
+  double median_abs_busbw_large = 0, median_abs_time_small = 0, median_abs_time_mid = 0;
+  int points_large = 0, points_small = 0, points_mid = 0;
   double worst_largest = 0;  ///< largest |busbw error at a file's largest size|
   std::string worst_file;
 };

@@ -30,6 +30,11 @@ TEST_CASE("published nccl-tests tables: predicted by collective --algorithm auto
   // Issue 14's large-message target: median |busbw error| <= 10 % at S >= 64 MiB; reached 9.1 %
   // (NVLS per architecture and NCCL 2.32's NVLSTree channel cap, docs/validation.md).
   CHECK(s.median_abs_busbw_large <= 0.095);
+  // The mid-size ramp, 1 MiB <= S <= 32 MiB (83 points): median |time error| 33.7 %, every file
+  // that has such sizes predicted too fast (docs/validation.md: what NCCL's model leaves out
+  // there). Bound at what is reached, so that a regression fails; no target in issue 14.
+  CHECK(s.points_mid == 83);
+  CHECK(s.median_abs_time_mid <= 0.34);
   // No file worse than 25 % at its largest size, except the 2-rack GB300 all-to-all (a known
   // miss: 47.7 GB/s per GPU across the racks, a quarter of the NICs' rate; the inter-rack
   // fabric is not documented, docs/validation.md).

@@ -98,13 +98,34 @@ TEST_CASE("hierarchical closed form on a rail-optimized cluster") {
         doctest::Approx(2 * 3 * (ai + S / 4 / bi) + 2 * 3 * (ae + S / 16 / be)).scale(0));
 }
 
-TEST_CASE("in-network all-reduce: up S, down S, pipelined") {
+TEST_CASE("in-network all-reduce on an NVSwitch (NVLS): S (1 + 1/n) each way, pipelined") {
   auto t = topo::make_topology("nvswitch_node:n=8,bw=450GB/s,lat=1us,nvls=1", "test");
   const double S = 64 * MiB, B = 450e9, a = 1e-6;  // one link each way
-  // C = 64: (alpha + S/(C B)) twice, then 63 more pieces through the slowest stage.
-  CHECK(cost("in-network", t, make_op(OpKind::allreduce, 8, S)) == doctest::Approx(65 * (a + S / 64 / B)).scale(0));
+  // NCCL's NVLS kernel: reduce in switch (S), to heads (S/8), to switch (S/8), multicast (S):
+  // S' = S (1 + 1/8) each way; C = 64: (C + 1)(alpha + S'/(C B)) + 2 alpha for the middle steps.
+  CHECK(cost("in-network", t, make_op(OpKind::allreduce, 8, S)) / (65 * (a + S * 9 / 8 / 64 / B) + 2 * a) ==
+        doctest::Approx(1.0).epsilon(1e-9));
   // It beats every other algorithm's bandwidth term and respects its own bound S / B_inj.
   CHECK(lower_bound_s(t, make_op(OpKind::allreduce, 8, S)) == doctest::Approx(S / B).scale(0));
+}
+
+TEST_CASE("in-network all-reduce on a network switch (SHARP): S each way, NVLS's middle steps absent") {
+  // Four hosts on an InfiniBand switch that reduces (SHARP, NCCL's CollNet): the switch reduces
+  // the streams and sends the sum down, S per rank each way; the NVLS head steps (S/n) apply
+  // only to an NVLink switch (in_network.cpp). C = 64: (C + 1)(alpha + S/(C B)).
+  const std::string spec = R"({"builder": "custom", "name": "sharp4", "nodes": [)"
+                           R"({"name": "h0", "kind": "device"}, {"name": "h1", "kind": "device"},)"
+                           R"({"name": "h2", "kind": "device"}, {"name": "h3", "kind": "device"},)"
+                           R"({"name": "sw", "kind": "switch", "in_network_reduction": true}], "links": [)"
+                           R"({"src": "h0", "dst": "sw", "bw": "50GB/s", "lat": "1us", "class": "ib", "duplex": true},)"
+                           R"({"src": "h1", "dst": "sw", "bw": "50GB/s", "lat": "1us", "class": "ib", "duplex": true},)"
+                           R"({"src": "h2", "dst": "sw", "bw": "50GB/s", "lat": "1us", "class": "ib", "duplex": true},)"
+                           R"({"src": "h3", "dst": "sw", "bw": "50GB/s", "lat": "1us", "class": "ib", "duplex": true}]})";
+  auto t = topo::make_topology(spec, "test");
+  const double S = 64 * MiB, B = 50e9, a = 1e-6;
+  const auto op = make_op(OpKind::allreduce, 4, S);
+  CHECK(cost("in-network", t, op) / (65 * (a + S / 64 / B)) == doctest::Approx(1.0).epsilon(1e-9));
+  CHECK(find_algorithm("in-network", OpKind::allreduce, "t").build(t, op, {}).steps.size() == 2);
 }
 
 TEST_CASE("lower bounds (DESIGN 2)") {

@@ -95,9 +95,10 @@ TEST_CASE("other algorithms agree with the flow model where nothing contends") {
 }
 
 TEST_CASE("in-network (NVLS) at flow fidelity: the switch is an endpoint; flow = analytical") {
-  // 8 GPUs on an NVLS NVSwitch, 450 GB/s and 1 us per GPU<->switch link. Every rank sends S to
-  // the switch, which multicasts the sum back: with C chunks the up and down pieces pipeline
-  // (opposite link directions), t = (C + 1)(alpha + S/(C B)) (in_network.cpp).
+  // 8 GPUs on an NVLS NVSwitch, 450 GB/s and 1 us per GPU<->switch link. NCCL's NVLS kernel:
+  // every rank serves its buffer to the switch's reduction (S), receives its share reduced (S/8),
+  // stores it (S/8), and receives every share by multicast (S): S (1 + 1/8) over each link
+  // direction, at least S (1 + 1/8) / B at flow fidelity (in_network.cpp).
   auto nvls = topo::make_topology("nvswitch_node:n=8,bw=450GB/s,lat=1us,nvls=1", "test");
   const double B = 450e9, alpha = 1e-6;
   for (std::uint32_t C : {1u, 4u, 0u}) {
@@ -107,12 +108,12 @@ TEST_CASE("in-network (NVLS) at flow fidelity: the switch is an endpoint; flow =
       const auto op = make_op(OpKind::allreduce, 8, S);
       const auto b = run("in-network", nvls, op, p);
       INFO("C = ", C, " S = ", S);
-      CHECK(b.flow == doctest::Approx(b.analytical).epsilon(0.01).scale(0));
-      // Flow time is sim Time (int64 ps): each of the C + 1 pipeline steps ends on a whole ps, so
-      // the closed form holds to about a ps per step (absolute), not to 1e-9 relative.
-      const double closed = (C + 1) * (alpha + S / (C * B));
-      INFO("flow - closed form = ", b.flow - closed, " s");
-      if (C != 0) CHECK(std::abs(b.flow - closed) <= (C + 1) * 1e-12);
+      // A ratio (Approx adds its scale, 1, to the tolerance: it cannot compare seconds). With 4
+      // chunks the middle steps' small pieces overlap the big ones less than the closed form's
+      // steady state assumes: flow up to 4.5 % slower; 1 chunk (serial) and 16+ within 1 %.
+      CHECK(b.flow / b.analytical == doctest::Approx(1.0).epsilon(C == 4 ? 0.045 : 0.01));
+      CHECK(b.flow >= S * 9 / 8 / B);
+      if (C != 0) CHECK(b.flow <= (C + 3) * S * 9 / 8 / (C * B) + (C + 3) * alpha);
       // Pipelined, about S / B per rank against 2(n-1)/n S / B for the ring: the flow model
       // shows the gain (unpipelined, C = 1, up and down take 2 S / B and the ring wins).
       if (S >= 16 * MiB && C != 1) CHECK(b.flow < run("ring", nvls, op, p).flow);
