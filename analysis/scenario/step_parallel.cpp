@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "models/parallel/mesh.hpp"
+#include "models/parallel/placement.hpp"
 #include "sim/error.hpp"
 #include "traces/models/model_config.hpp"
 
@@ -90,6 +91,8 @@ StepReport run_parallel_step(const StepOptions& o, const topo::Topology& topo, c
   p.slowest = res.slowest;
   p.per_rank = res.per_rank;
   p.memory = res.memory;
+  p.placement = parallel::place(parallel::Mesh(c.mesh, c.order), parallel::shape_of(topo));
+  parallel::name_gspmd_axes(p.placement, spec);
   r.parallel = std::move(p);
   return r;
 }
@@ -129,8 +132,19 @@ json parallel_json(const ParallelReport& p) {
   }
   json ranks = json::array();
   for (const auto& x : p.per_rank) ranks.push_back(times_json(x));
+  json placement = json::array();
+  for (const auto& a : p.placement) {
+    placement.push_back({{"axis", parallel::to_string(a.axis)},
+                         {"name", a.name},
+                         {"size", a.size},
+                         {"stride", a.stride},
+                         {"where", a.where},
+                         {"torus_dims", a.torus_dims},
+                         {"torus_extent", a.torus_extent}});
+  }
   json out = {{"mesh", {{"dp", p.mesh.dp}, {"tp", p.mesh.tp}, {"pp", p.mesh.pp}, {"cp", p.mesh.cp}, {"ep", p.mesh.ep}}},
               {"order", p.order},
+              {"placement", placement},
               {"schedule", p.schedule},
               {"recompute", p.recompute},
               {"sequence_parallel", p.sequence_parallel},

@@ -18,8 +18,10 @@ void reject_mesh_only(const StepOptions& o);
 StepReport run_parallel_step(const StepOptions& o, const topo::Topology& topo, const compute::Device& dev,
                              step::TopologyComm& comm, bool record_timeline);
 
-/// The "parallel" object of the step JSON: mesh, schedule, per-axis times (tp_comm_s,
-/// pp_bubble_s, dp_exposed_s, ep_alltoall_s, cp_exposed_s), per-rank times, per-stage memory.
+/// The "parallel" object of the step JSON: mesh, order, placement (per axis in mesh order: axis,
+/// name as written (GSPMD names on TPU meshes), size, stride, where, torus_dims, torus_extent),
+/// schedule, per-axis times (tp_comm_s, pp_bubble_s, dp_exposed_s, ep_alltoall_s, cp_exposed_s),
+/// per-rank times, per-stage memory.
 nlohmann::json parallel_json(const ParallelReport& p);
 
 }  // namespace shardsim::analysis::detail

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "analysis/scenario/step_options.hpp"
+#include "models/parallel/placement.hpp"
 #include "models/step/parallel_graphs.hpp"
 #include "models/step/step.hpp"
 
@@ -31,6 +32,7 @@ struct ParallelReport {
   step::ParallelRankTimes slowest;
   std::vector<step::ParallelRankTimes> per_rank;
   parallel::ParallelMemoryReport memory;
+  std::vector<parallel::AxisPlacement> placement;  ///< each axis on the topology, mesh order
 };
 
 struct StepReport {

@@ -57,6 +57,19 @@ std::vector<std::uint64_t> stage_layers(std::uint64_t layers, std::uint64_t pp) 
   return out;
 }
 
+std::vector<std::uint64_t> virtual_stage_layers(std::uint64_t layers, std::uint64_t pp, std::uint64_t v) {
+  return stage_layers(layers, pp * v);
+}
+
+std::vector<std::vector<std::uint64_t>> chunk_layers(std::uint64_t layers, std::uint64_t pp, std::uint64_t v) {
+  const auto vs = virtual_stage_layers(layers, pp, v);
+  std::vector<std::vector<std::uint64_t>> out(pp, std::vector<std::uint64_t>(v));
+  for (std::uint64_t c = 0; c < v; ++c) {
+    for (std::uint64_t i = 0; i < pp; ++i) out[i][c] = vs[c * pp + i];
+  }
+  return out;
+}
+
 void check_mesh_for_model(const ModelSpec& m, const MeshSizes& z, const PipelineSchedule& s, std::uint64_t seq,
                           bool uneven_stages) {
   if (m.heads % z.tp != 0) {
@@ -69,7 +82,7 @@ void check_mesh_for_model(const ModelSpec& m, const MeshSizes& z, const Pipeline
   }
   if (s.kind == ScheduleKind::interleaved) {
     const std::uint64_t pv = z.pp * s.virtual_stages;
-    if (m.layers % pv != 0) {
+    if (m.layers % pv != 0 && !(uneven_stages && m.layers >= 2 * pv)) {
       throw ConfigError("--mesh", fmt::format("pp x v = {} x {} = {} does not divide the {} layers of {}", z.pp,
                                               s.virtual_stages, pv, m.layers, m.name),
                         "pp x virtual stages dividing the number of layers");
@@ -251,7 +264,7 @@ ParallelMemoryReport parallel_memory(const ParallelMemoryInput& in) {
   }
   r.layer_activation_bytes = layer_activation_bytes(m, a);
   const double t = d(z.tp);
-  const auto per_stage = v == 1 ? stage_layers(m.layers, p) : std::vector<std::uint64_t>(p, m.layers / p);
+  const auto per_chunk = chunk_layers(m.layers, p, v);
 
   std::vector<opt::TensorShape> layer_dense, layer_expert;
   layer_shards(m, t, z.ep, layer_dense, layer_expert);
@@ -260,7 +273,8 @@ ParallelMemoryReport parallel_memory(const ParallelMemoryInput& in) {
   for (std::uint64_t i = 0; i < p; ++i) {
     StageMemory st;
     st.stage = i;
-    const std::uint64_t layers_per_stage = per_stage[i], layers_per_chunk = layers_per_stage / v;
+    std::uint64_t layers_per_stage = 0;
+    for (const auto n : per_chunk[i]) layers_per_stage += n;
     st.layers = layers_per_stage;
     std::vector<opt::TensorShape> dense, expert;
     for (std::uint64_t l = 0; l < layers_per_stage; ++l) {
@@ -276,8 +290,9 @@ ParallelMemoryReport parallel_memory(const ParallelMemoryInput& in) {
     st.grads = sd.grads + se.grads;
     st.optimizer = sd.optimizer + se.optimizer;
 
-    // Activations: chunk c of stage i holds model chunk c p + i (layers_per_chunk layers).
-    std::vector<double> w(v, d(layers_per_chunk) * r.layer_activation_bytes);
+    // Activations: chunk c of stage i holds model chunk c p + i (per_chunk[i][c] layers).
+    std::vector<double> w(v);
+    for (std::uint64_t c = 0; c < v; ++c) w[c] = d(per_chunk[i][c]) * r.layer_activation_bytes;
     if (first) w.front() += embedding_activation_bytes(m, a);
     if (last) w.back() += output_activation_bytes(m, a);
     st.activations = peak_weighted(in.schedule, p, r.micro_batches, i, w);

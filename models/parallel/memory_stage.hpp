@@ -196,7 +196,8 @@ ShardElements layer_shard_elements(const ModelSpec& m, std::uint64_t tp, std::ui
 double stage_extra_elements(const ModelSpec& m, std::uint64_t tp, std::uint64_t pp, std::uint64_t stage);
 
 /// Validation alone (what parallel_memory checks first); the planner prunes with it. With
-/// `uneven_stages` a pp that does not divide the layers is accepted (1F1B and GPipe only).
+/// `uneven_stages` a pp (pp x v interleaved) that does not divide the layers is accepted when
+/// every stage (virtual stage) gets at least two layers before the balancing.
 void check_mesh_for_model(const ModelSpec& m, const MeshSizes& mesh, const PipelineSchedule& s, std::uint64_t seq,
                           bool uneven_stages = false);
 /// Layers of each of `pp` stages: layers / pp each when pp divides them; otherwise (uneven
@@ -205,6 +206,14 @@ void check_mesh_for_model(const ModelSpec& m, const MeshSizes& mesh, const Pipel
 /// "reducing one Transformer layer each from the first and the last stages" (Dubey et al.
 /// 2024, sec. 3.3.2), which puts 126 layers on 16 stages as 7, 8 x 14, 7.
 std::vector<std::uint64_t> stage_layers(std::uint64_t layers, std::uint64_t pp);
+/// Layers of each of the pp x v virtual stages in model order (virtual stage c pp + i is model
+/// chunk c of stage i, Megatron-LM's interleaving): stage_layers(layers, pp v), the Llama 3 rule
+/// over virtual stages, so that the first chunk of stage 0 (which also runs the embedding) and
+/// the last chunk of stage pp - 1 (the output layer and loss) lose a layer first. 126 layers,
+/// pp 16, v 2: 3, 4 x 30, 3. v = 1: stage_layers(layers, pp).
+std::vector<std::uint64_t> virtual_stage_layers(std::uint64_t layers, std::uint64_t pp, std::uint64_t v);
+/// Layers of model chunk c of stage i for each stage: out[i][c] = virtual_stage_layers()[c pp + i].
+std::vector<std::vector<std::uint64_t>> chunk_layers(std::uint64_t layers, std::uint64_t pp, std::uint64_t v);
 /// Micro-batches per replica: global / (dp ep) / micro (dense data parallelism is dp x ep;
 /// context parallelism splits the sequence, not the batch).
 std::uint64_t micro_batches(const MeshSizes& mesh, std::uint64_t global_batch, std::uint64_t micro_batch);

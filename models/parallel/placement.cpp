@@ -49,6 +49,7 @@ std::vector<AxisPlacement> place(const Mesh& mesh, const TopologyShape& shape) {
   for (Axis a : mesh.order()) {
     AxisPlacement p;
     p.axis = a;
+    p.name = to_string(a);
     p.size = mesh.size(a);
     p.stride = mesh.stride(a);
     if (p.size == 1) {
@@ -95,6 +96,14 @@ std::vector<AxisPlacement> place(const Mesh& mesh, const TopologyShape& shape) {
     out.push_back(p);
   }
   return out;
+}
+
+void name_gspmd_axes(std::vector<AxisPlacement>& placement, const MeshSpec& spec) {
+  for (const auto& [name, axis] : spec.gspmd_names) {
+    for (auto& p : placement) {
+      if (p.axis == axis) p.name = name;
+    }
+  }
 }
 
 std::vector<std::string> placement_issues(const Mesh& mesh, const TopologyShape& shape) {

@@ -38,6 +38,9 @@ TopologyShape shape_of(const topo::Topology& t);
 
 struct AxisPlacement {
   Axis axis = Axis::tp;
+  /// The axis as the mesh was written: its GSPMD name ("model", "data") when it was, else
+  /// to_string(axis). place() sets to_string(axis); name_gspmd_axes() the GSPMD names.
+  std::string name;
   std::uint64_t size = 1;
   std::uint64_t stride = 1;
   /// Domain structure: true when every group of the axis lies in one domain (or the axis
@@ -55,6 +58,9 @@ struct AxisPlacement {
 /// One entry per axis in mesh order (fastest first). Throws ConfigError if the mesh does not
 /// use exactly the topology's devices. O(devices) per axis.
 std::vector<AxisPlacement> place(const Mesh& mesh, const TopologyShape& shape);
+
+/// Sets the GSPMD names of a mesh written that way (MeshSpec::gspmd_names) on its axes.
+void name_gspmd_axes(std::vector<AxisPlacement>& placement, const MeshSpec& spec);
 
 /// Placement problems a planner rejects: tp groups that leave the NVLink
 /// domain: "tp=16 leaves the NVLink domain of 8" (or, for a tp that would fit but is laid out

@@ -19,7 +19,7 @@ using Ref = std::optional<std::uint32_t>;
 class StageProgram {
  public:
   StageProgram(const Shape& s, std::uint64_t stage)
-      : s_(s), stage_(stage), names_(s.c->record_timeline), layers_(s.chunk_layers.at(stage)) {}
+      : s_(s), stage_(stage), names_(s.c->record_timeline), layers_(parallel::chunk_layers(s.m->layers, s.p, s.v).at(stage)) {}
 
   void build() {
     const auto order = parallel::stage_order(s_.c->schedule, s_.p, s_.mb, stage_);
@@ -160,6 +160,18 @@ class StageProgram {
     pending_.push_back(comm);
   }
 
+  // Ring attention over the cp group (parallel_graphs.hpp): the exchange, timed as an
+  // all-gather of `bytes` (cp - 1 ring steps), issued once K and V exist; cp - 1 of the core's
+  // cp blocks run beside it and the last one after both: max(C, (cp-1)/cp core) + core/cp, the
+  // pipelined ring's t_b + (cp - 1) max(t_b, t_step) with C = (cp - 1) t_step.
+  void ring(NodePhase phase, double core_s, std::uint64_t bytes, const char* what, std::string name) {
+    const double cp = static_cast<double>(s_.c->mesh.cp);
+    const auto kv = side(Role::cp, Cat::cp, kCp, coll::OpKind::allgather, bytes, after_last(), names_ ? what : "");
+    compute(phase, core_s * (cp - 1) / cp, {}, name);
+    pending_.push_back(kv);
+    compute(phase, core_s / cp, {}, std::move(name));
+  }
+
   void zero3_gather(const char* when, Ref anchor) {
     if (!s_.zero3) return;
     std::vector<std::uint32_t> d;
@@ -183,12 +195,7 @@ class StageProgram {
     std::vector<std::uint32_t> extra = gathers_;
     const std::uint64_t cp = s_.c->mesh.cp;
     const bool ov = sp_overlap();
-    Ref kv;
-    if (cp > 1) {
-      kv = side(Role::cp, Cat::cp, kCp, coll::OpKind::allgather, s_.cp_bytes, after_last(), names_ ? "cp all-gather K,V" : "");
-    }
-    const double rest = cp > 1 ? lc.core_fwd_s * static_cast<double>(cp - 1) / static_cast<double>(cp) : 0.0;
-    double attn = lc.attention_fwd_s - rest;
+    double attn = lc.attention_fwd_s;
     if (ov) {
       gather_into_gemm(phase, lc.qkv_fwd_s, extra, "attention", label("attention qkv", c, k, l));
       extra.clear();
@@ -196,8 +203,16 @@ class StageProgram {
     } else {
       tp_region(true, "attention");
     }
-    compute(phase, attn, extra, label("attention", c, k, l));
-    if (kv) compute(phase, rest, {*kv}, label("attention ring blocks", c, k, l));
+    if (cp > 1) {
+      // Ring attention: norm and QKV first (K and V exist only then), the core's cp blocks
+      // beside the K,V exchange, the output projection after them.
+      const double out = ov ? 0.0 : lc.out_fwd_s;
+      compute(phase, attn - lc.core_fwd_s - out, extra, label("attention", c, k, l));
+      ring(phase, lc.core_fwd_s, s_.cp_bytes, "cp all-gather K,V", label("attention ring blocks", c, k, l));
+      if (out > 0) compute(phase, out, {}, label("attention out", c, k, l));
+    } else {
+      compute(phase, attn, extra, label("attention", c, k, l));
+    }
     if (ov) {
       gemm_into_scatter(phase, lc.out_fwd_s, "attention", label("attention out", c, k, l));
     } else {
@@ -224,7 +239,7 @@ class StageProgram {
 
   void forward(std::uint32_t c, std::uint64_t k) {
     if (!first_chunk(c)) p2p(false, -1, 2 * (stage_ == 0 ? c - 1 : c), names_ ? fmt::format("recv activations mb {}", k) : "");
-    for (std::uint64_t l = 0; l < layers_; ++l) layer_forward(c, k, l, NodePhase::forward);
+    for (std::uint64_t l = 0; l < layers_[c]; ++l) layer_forward(c, k, l, NodePhase::forward);
     if (last_chunk(c)) compute(NodePhase::forward, s_.head.fwd_s, {}, names_ ? fmt::format("output layer mb {}", k) : "");
     if (!last_chunk(c)) p2p(true, +1, 2 * c, names_ ? fmt::format("send activations mb {}", k) : "");
   }
@@ -237,7 +252,7 @@ class StageProgram {
     if (last_chunk(c)) compute(NodePhase::backward, s_.head.bwd_s, {}, names_ ? fmt::format("output layer backward mb {}", k) : "");
     const std::uint64_t cp = s_.c->mesh.cp;
     const bool moe = s_.m->moe() && s_.c->mesh.ep > 1;
-    for (std::uint64_t j = layers_; j-- > 0;) {
+    for (std::uint64_t j = layers_[c]; j-- > 0;) {
       if (s_.c->recompute == parallel::Recompute::full) layer_forward(c, k, j, NodePhase::backward);
       if (s_.c->recompute == parallel::Recompute::selective) {
         compute(NodePhase::backward, lc.recompute_s, {}, label("recompute attention core", c, k, j));
@@ -276,12 +291,13 @@ class StageProgram {
       }
       if (ov) attn -= lc.qkv_wgrad_s;
       if (cp > 1) {
-        const auto kv = side(Role::cp, Cat::cp, kCp, coll::OpKind::allgather, s_.cp_bytes, after_last(), names_ ? "cp all-gather K,V" : "");
-        const double rest = lc.core_bwd_s * static_cast<double>(cp - 1) / static_cast<double>(cp);
-        compute(NodePhase::backward, rest, {kv}, label("attention ring blocks backward", c, k, j));
-        const auto rs = side(Role::cp, Cat::cp, kCp, coll::OpKind::reducescatter, s_.cp_bytes, {*last_compute_},
-                             names_ ? "cp reduce-scatter dK,dV" : "");
-        compute(NodePhase::backward, attn - rest, {rs}, label("attention backward", c, k, j));
+        // The output projection's input gradient, then the core's cp blocks beside the ring
+        // exchange of K,V with the dK,dV partials (2 x the forward's bytes), then QKV backward.
+        const double out = ov_sp ? 0.0 : lc.out_dgrad_s;
+        if (out > 0) compute(NodePhase::backward, out, {}, label("attention out dgrad", c, k, j));
+        ring(NodePhase::backward, lc.core_bwd_s, 2 * s_.cp_bytes, "cp all-gather K,V + dK,dV",
+             label("attention ring blocks backward", c, k, j));
+        compute(NodePhase::backward, attn - lc.core_bwd_s - out, {}, label("attention backward", c, k, j));
       } else {
         compute(NodePhase::backward, attn, {}, label("attention backward", c, k, j));
       }
@@ -302,15 +318,18 @@ class StageProgram {
       } else if (reduce) {
         dense_fill_ += s_.layer.dense;
         expert_fill_ += s_.layer.expert;
-        if (dense_fill_ >= s_.bucket_dense) flush(Role::dp_dense, dense_fill_);
-        if (expert_fill_ >= s_.bucket_expert) flush(Role::dp_expert, expert_fill_);
+        if (overlap_dp() && dense_fill_ >= s_.bucket_dense) flush(Role::dp_dense, dense_fill_);
+        if (overlap_dp() && expert_fill_ >= s_.bucket_expert) flush(Role::dp_expert, expert_fill_);
       }
     }
     if (reduce && !s_.zero3) {
       ++chunks_reduced_;
       if (chunks_reduced_ == s_.v) dense_fill_ += parallel::stage_extra_elements(*s_.m, s_.c->mesh.tp, s_.p, stage_);
-      flush(Role::dp_dense, dense_fill_);
-      flush(Role::dp_expert, expert_fill_);
+      // Without overlap, everything is reduced after the stage's last backward (finish_update).
+      if (overlap_dp()) {
+        flush(Role::dp_dense, dense_fill_);
+        flush(Role::dp_expert, expert_fill_);
+      }
     }
     if (!first_chunk(c)) p2p(true, -1, 2 * c + 1, names_ ? fmt::format("send gradients mb {}", k) : "");
   }
@@ -328,10 +347,18 @@ class StageProgram {
     if (s_.sharded) gathers_after_.emplace_back(role, elements);
   }
 
+  [[nodiscard]] bool overlap_dp() const { return s_.c->overlap_grad_reduce; }
+
   void finish_update() {
+    if (!s_.zero3 && !overlap_dp()) {
+      flush(Role::dp_dense, dense_fill_);
+      flush(Role::dp_expert, expert_fill_);
+    }
     if (s_.zero3) {
       // Every layer's shard of the stage, plus the embedding / head extras, sharded over N.
-      const double layers = static_cast<double>(layers_ * s_.v);
+      std::uint64_t n = 0;
+      for (const auto x : layers_) n += x;
+      const auto layers = static_cast<double>(n);
       update_elements_ = layers * (s_.layer.dense / static_cast<double>(s_.dense_group) +
                                    s_.layer.expert / static_cast<double>(s_.expert_group)) +
                          parallel::stage_extra_elements(*s_.m, s_.c->mesh.tp, s_.p, stage_) / static_cast<double>(s_.dense_group);
@@ -348,7 +375,7 @@ class StageProgram {
   const Shape& s_;
   std::uint64_t stage_;
   bool names_;
-  std::uint64_t layers_;  // per chunk
+  std::vector<std::uint64_t> layers_;  // per model chunk of this stage (parallel::chunk_layers)
   Ref last_compute_;
   std::vector<std::uint32_t> pending_;
   std::vector<std::uint32_t> gathers_;

@@ -32,10 +32,17 @@
 //  - ep (stream 1, blocking): per MoE layer a dispatch and a combine all-to-all on the ep group
 //    in forward and in backward, S = tokens x top_k x h x 2 bytes x imbalance (Megatron-Core
 //    MoE alltoall dispatcher; the busiest rank receives imbalance x the mean);
-//  - cp (stream 2, overlapped): ring attention (Liu et al. 2023) as an all-gather of the layer's
-//    K and V blocks (S = cp x 2 x 2 b s_q k d / t bytes; the ring moves the same bytes) issued at
-//    the layer's start: the local block of the attention core runs meanwhile, the other cp - 1
-//    blocks wait for it; in backward the same all-gather and a reduce-scatter of dK, dV;
+//  - cp (stream 2, overlapped): ring attention (Liu et al. 2023; Megatron-Core context
+//    parallelism, attention with KV p2p): the K and V blocks travel around the cp group in
+//    cp - 1 steps, each step beside one block of the attention core (core / cp: load-balanced
+//    causal chunks). The exchange is timed as an all-gather of S = cp x 2 x 2 b s_q k d / t
+//    bytes (a ring all-gather is the same cp - 1 steps of one block), issued after the QKV
+//    projection that produces K and V; cp - 1 blocks run beside it and the last after both, so
+//    the attention core takes max(C, (cp-1)/cp core) + core/cp = the pipelined ring's
+//    t_b + (cp-1) max(t_b, t_step): exposed (cp_exposed_s) only where the exchange exceeds the
+//    compute, max(0, C - (cp-1)/cp core). Backward: after the output projection's input
+//    gradient, the same with K, V and the dK, dV partials travelling together (2 S), then the
+//    QKV backward. Not modelled: the final hop returning dK, dV to their owner;
 //  - pp (streams 4-7): activations (forward) and their gradients (backward), 2 b s_q h bytes
 //    (/ t with sequence parallelism), sent to the next / previous stage as send/recv pairs, a
 //    transfer timed as a 2-rank broadcast by the CommModel; in the interleaved schedule the
@@ -43,7 +50,11 @@
 //  - dp (stream 3, overlapped): the weight-update strategy on the data-parallel groups of the
 //    stage (dense weights over the cp x ep x dp group, expert weights over cp x dp): gradients
 //    reduced in buckets as the last micro-batch's backward of each model chunk produces them
-//    (Megatron-LM --overlap-grad-reduce; bucket max(40 M, 1 M x group) elements); replicated:
+//    (Megatron-LM --overlap-grad-reduce; bucket max(40 M, 1 M x group) elements), or, with
+//    overlap_grad_reduce off, in one reduction per role after the stage's last backward
+//    (Megatron-LM of 2021, --DDP-impl local: training.py train_step calls
+//    model.allreduce_gradients() after forward_backward_func returns; one coalesced buffer, here
+//    one collective per stage; zero3 unaffected); replicated:
 //    all-reduce; sharded, zero1, zero2: reduce-scatter, 1/N update, then all-gather of the
 //    updated weights (Megatron's distributed optimizer); zero3: per layer and micro-batch an
 //    all-gather of its weights before forward and before backward (one layer ahead) and a
@@ -92,7 +103,11 @@ struct ParallelStepConfig {
   opt::Precision precision = opt::Precision::mixed;
   double moe_imbalance = 1.0;
   std::uint64_t bucket_elements = 0;  ///< 0: Megatron's max(40e6, 1e6 x group size)
-  /// Allow a pp that does not divide the layers (1F1B, GPipe): parallel::stage_layers.
+  /// Reduce gradients in buckets during the last micro-batch's backward (true), or all of them
+  /// after the last backward (Megatron-LM 2021 --DDP-impl local; see above).
+  bool overlap_grad_reduce = true;
+  /// Allow a pp (pp x v interleaved) that does not divide the layers: parallel::chunk_layers
+  /// (the Llama 3 rule over the virtual stages).
   bool uneven_stages = false;
   /// false: leave out the output layer's compute, so that every stage is alike (the symmetric
   /// pipeline of the bubble analysis, Narayanan et al. 2021 sec. 2.2).

@@ -89,6 +89,10 @@ TEST_CASE("cloud and B200 presets carry their datasheets' NIC bandwidth per GPU"
   CHECK(make_topology("aws-p4d-8", "test").device_model() == "a100-40gb");
   CHECK(make_topology("aws-p4de-8", "test").device_model() == "a100-80gb");
   CHECK(make_topology("dgx-a100-8", "test").device_model() == "a100-80gb");
+  // Selene (Megatron-LM SC'21 sec. 5): DGX A100 80GB nodes, one HDR 200 Gb/s NIC per GPU, 4,480 GPUs.
+  CHECK(make_topology("selene-16", "test").device_model() == "a100-80gb");
+  CHECK(nic_Bps("selene-16") == 200e9 / 8);
+  CHECK(make_topology("selene-4480", "test").num_devices() == 4480);
   CHECK(make_topology("aws-p5-8", "test").device_model() == "h100");
   const Topology b200 = make_topology("dgx-b200-8", "test");
   CHECK(b200.device_model() == "b200");
@@ -112,8 +116,8 @@ TEST_CASE("preset size errors list the valid sizes") {
 TEST_CASE("every preset name builds with the size it names") {
   const auto names = preset_names();
   // Slices of v2, v3, v4, v5p, v5e; gb200-nvl72; dgx-a100/b200/h100/h200, aws-p4d/p4de/p5 and
-  // gcp-a3-mega at 8, 16, ..., 1024; meta-h100-roce at 8, 16, ..., 16384.
-  CHECK(names.size() == 7 + 9 + 11 + 11 + 8 + 1 + 8 * 8 + 12);
+  // gcp-a3-mega at 8, 16, ..., 1024; meta-h100-roce at 8, 16, ..., 16384; selene at 8, ..., 4096.
+  CHECK(names.size() == 7 + 9 + 11 + 11 + 8 + 1 + 8 * 8 + 12 + 10);
   for (const auto& n : names) {
     CAPTURE(n);
     const Topology t = make_topology(n, "test");

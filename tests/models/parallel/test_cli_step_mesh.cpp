@@ -77,3 +77,50 @@ TEST_CASE("plan: GPT-3 13B, 300B tokens, global batch 1024 on tpu-v3-1024 finds 
   for (const auto& g : j.at("rejected")) memory_cause = memory_cause || g.at("cause").get<std::string>().rfind("does not fit", 0) == 0;
   CHECK(memory_cause);
 }
+
+TEST_CASE("step --mesh data=64,model=16 on tpu-v3-1024: GSPMD axes mapped onto the torus dimensions") {
+  // tpu-v3-1024 is a 32 x 32 torus, rank = row-major coordinates (dimension 1 fastest). GSPMD
+  // names are written slowest first (JAX Mesh(devices.reshape(64, 16), ("data", "model"))):
+  // model (tp, 16, stride 1) takes half of dimension 1; data (dp, 64, stride 16) the other half
+  // of dimension 1 (2 of 32) and all of dimension 0 (models/parallel/placement.hpp).
+  const auto r = run("step --model gpt3-6.7b --topology tpu-v3-1024 --mesh data=64,model=16 --micro-batch 1 "
+                     "--global-batch 64 --recompute full --json");
+  REQUIRE_MESSAGE(r.status == 0, r.out);
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& p = j.at("parallel");
+  CHECK(p.at("mesh").at("dp") == 64);
+  CHECK(p.at("mesh").at("tp") == 16);
+  const auto& pl = p.at("placement");
+  REQUIRE(pl.size() == 5);
+  CHECK(pl[0].at("name") == "model");
+  CHECK(pl[0].at("axis") == "tp");
+  CHECK(pl[0].at("stride") == 1);
+  CHECK(pl[0].at("torus_dims") == nlohmann::json::array({1}));
+  CHECK(pl[0].at("torus_extent") == nlohmann::json::array({16}));
+  CHECK(pl[0].at("where") == "torus dim 1 (16 of 32)");
+  CHECK(pl[1].at("name") == "data");
+  CHECK(pl[1].at("axis") == "dp");
+  CHECK(pl[1].at("stride") == 16);
+  CHECK(pl[1].at("torus_dims") == nlohmann::json::array({0, 1}));
+  CHECK(pl[1].at("torus_extent") == nlohmann::json::array({32, 2}));
+  CHECK(pl[1].at("where") == "torus dims 0 (32 of 32) x 1 (2 of 32)");
+  for (std::size_t k = 2; k < 5; ++k) CHECK(pl[k].at("size") == 1);
+  // Megatron names on the same pod place tp the same way.
+  const auto m = run("step --model gpt3-6.7b --topology tpu-v3-1024 --mesh dp=64,tp=16 --micro-batch 1 "
+                     "--global-batch 64 --recompute full --json");
+  REQUIRE_MESSAGE(m.status == 0, m.out);
+  const auto jm = nlohmann::json::parse(m.out);
+  CHECK(jm.at("parallel").at("placement")[0].at("name") == "tp");
+  CHECK(jm.at("parallel").at("placement")[0].at("where") == "torus dim 1 (16 of 32)");
+  CHECK(jm.at("step_time_s") == j.at("step_time_s"));
+  // A bad axis name: exit 2 naming the flag and the name.
+  const auto bad = run("step --model gpt3-6.7b --topology tpu-v3-1024 --mesh data=64,modle=16");
+  CHECK(bad.status == 2);
+  CHECK(bad.out.find("--mesh: unknown axis 'modle' in 'data=64,modle=16'; expected dp, tp, pp, cp, ep (and order=...), "
+                     "or GSPMD names data, model, expert, seq, stage") != std::string::npos);
+  // Sizes whose product is not the chip count: both numbers named.
+  const auto wrong = run("step --model gpt3-6.7b --topology tpu-v3-1024 --mesh data=32,model=16");
+  CHECK(wrong.status == 2);
+  CHECK(wrong.out.find("--mesh: dp x tp x pp x cp x ep = 32 x 16 x 1 x 1 x 1 = 512 devices; expected the device count 1024") !=
+        std::string::npos);
+}

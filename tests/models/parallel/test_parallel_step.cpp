@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <set>
 
 #include "models/compute/device.hpp"
 #include "models/compute/transformer_cost.hpp"
@@ -317,4 +318,152 @@ TEST_CASE("layer_compute is the per-op model: a dense layer's forward is compute
   CHECK(error_of([&] { parallel::layer_compute(m, dev, {1, 2048, 3, 1, false, true, Recompute::none}); }) ==
         "--mesh: tp=3 with hidden 1024 and FFN width 4096 of toy; expected a tp that divides the hidden size and the FFN "
         "width (Megatron-LM splits both)");
+}
+
+TEST_CASE("gradient reduction after the backward (Megatron-LM 2021 --DDP-impl local): one all-reduce, fully exposed") {
+  // overlap_grad_reduce = false: every gradient of the stage (its layers and the embedding /
+  // head extras) in one all-reduce after the last backward; nothing hides it, so the step is
+  // forward + backward + that all-reduce + the update. With overlap the same bytes go in buckets
+  // during the last micro-batch's backward, and less is exposed.
+  const auto m = toy(8);
+  const auto& dev = compute::find_device("h100", "test");
+  const double bw = 50e9;
+  std::set<std::uint64_t> sizes;  // distinct all-reduce sizes asked (the fold check asks again)
+  FunctionComm comm([&](coll::OpKind k, std::uint64_t bytes, const std::vector<int>& g) {
+    CHECK(k == coll::OpKind::allreduce);
+    CHECK(g.size() == 8);
+    sizes.insert(bytes);
+    return static_cast<double>(bytes) / bw;
+  });
+  auto c = config(m, MeshSizes{8, 1, 1, 1, 1}, 16);  // 2 micro-batches per replica
+  c.overlap_grad_reduce = false;
+  const auto off = simulate_parallel_step(c, dev, comm);
+  const double elements =
+      8 * parallel::layer_shard_elements(m, 1, 1).dense + parallel::stage_extra_elements(m, 1, 1, 0);
+  const auto bytes = static_cast<std::uint64_t>(elements * 2);
+  REQUIRE(sizes.size() == 1);
+  CHECK(*sizes.begin() == bytes);
+  const auto& x = off.slowest;
+  CHECK(x.dp_exposed_s == doctest::Approx(static_cast<double>(bytes) / bw).epsilon(1e-9));
+  CHECK(x.step_time_s == doctest::Approx(x.forward_s + x.backward_s + x.update_s + static_cast<double>(bytes) / bw).epsilon(1e-12));
+  c.overlap_grad_reduce = true;
+  sizes.clear();
+  const auto on = simulate_parallel_step(c, dev, comm);
+  CHECK(sizes.size() > 1);  // buckets of max(40 M, 8 M) elements (and the last, smaller one)
+  CHECK(on.slowest.dp_comm_s == doctest::Approx(off.slowest.dp_comm_s).epsilon(1e-6));  // the same bytes
+  CHECK(on.slowest.dp_exposed_s < off.slowest.dp_exposed_s);
+  CHECK(on.step.step_time_s == doctest::Approx(off.step.step_time_s - (off.slowest.dp_exposed_s - on.slowest.dp_exposed_s)).epsilon(1e-9));
+}
+
+TEST_CASE("context parallelism: the ring's K,V exchange is exposed only where it exceeds the core's other blocks") {
+  // Ring attention (parallel_graphs.hpp): per layer and micro-batch the exchange C (an
+  // all-gather of S = cp x 2 x 2 b s_q k d / t bytes in forward; K,V with dK,dV, 2 S, in
+  // backward) runs beside cp - 1 of the attention core's cp blocks, so the compute stream waits
+  // max(0, C - (cp-1)/cp core) forward and max(0, C_b - (cp-1)/cp core_b) backward; with
+  // pipelined ring steps t_step = C / (cp - 1) that is (cp-1) max(0, t_step - t_b), t_b = core/cp.
+  const auto m = toy(4);
+  const auto& dev = compute::find_device("h100", "test");
+  const std::uint64_t mb = 2;
+  for (const std::uint64_t cp : {2ULL, 4ULL}) {
+    const auto lc = parallel::layer_compute(m, dev, {1, 2048, 1, cp, false, true, Recompute::none});
+    const double f = static_cast<double>(cp - 1) / static_cast<double>(cp);
+    const auto S = static_cast<std::uint64_t>(cp * 2 * (2048 / cp) * 1 * 16 * 64 * 2);
+    for (const double scale : {0.3, 0.8, 1.5, 4.0}) {
+      // Forward exchange time = scale x the blocks beside it: hidden, hidden, partly, mostly exposed.
+      const double bw = static_cast<double>(S) / (scale * f * lc.core_fwd_s);
+      std::set<std::uint64_t> sizes;
+      FunctionComm comm([&](coll::OpKind k, std::uint64_t bytes, const std::vector<int>& g) {
+        if (k != coll::OpKind::allgather) return 0.0;  // the dp all-reduce (over the cp group) is free here
+        CHECK(g.size() == cp);
+        sizes.insert(bytes);
+        return static_cast<double>(bytes) / bw;
+      });
+      auto c = config(m, MeshSizes{1, 1, 1, cp, 1}, mb);
+      c.output_layer = false;
+      const auto r = simulate_parallel_step(c, dev, comm);
+      CAPTURE(cp);
+      CAPTURE(scale);
+      CHECK(sizes == std::set<std::uint64_t>{S, 2 * S});
+      const double cf = static_cast<double>(S) / bw, cb = static_cast<double>(2 * S) / bw;
+      const double per_layer = std::max(0.0, cf - f * lc.core_fwd_s) + std::max(0.0, cb - f * lc.core_bwd_s);
+      const auto& x = r.slowest;
+      CHECK(x.cp_exposed_s == doctest::Approx(static_cast<double>(m.layers * mb) * per_layer).epsilon(1e-9));
+      if (scale < 1 && cb <= f * lc.core_bwd_s) CHECK(x.cp_exposed_s == 0.0);
+      // The layer's compute is unchanged by the split; the parts add up.
+      CHECK(x.forward_s == doctest::Approx(static_cast<double>(m.layers * mb) * lc.fwd_s()).epsilon(1e-9));
+      CHECK(x.forward_s + x.backward_s + x.update_s + x.cp_exposed_s + x.dp_exposed_s ==
+            doctest::Approx(x.step_time_s).epsilon(1e-12));
+    }
+  }
+}
+
+TEST_CASE("uneven pipeline stages: the Llama 3 rule over (virtual) stages, in memory and in the step") {
+  // Llama 3 405B (Dubey et al. 2024, sec. 3.3.2): 126 layers on pp = 16 with interleaving, one
+  // layer fewer on the first and last stages. Over 32 virtual stages (v = 2): 4 each, less one on
+  // the first (chunk 0 of stage 0) and the last (chunk 1 of stage 15): stages of 7, 8 x 14, 7.
+  const auto vs = parallel::virtual_stage_layers(126, 16, 2);
+  CHECK(vs.size() == 32);
+  CHECK(vs.front() == 3);
+  CHECK(vs.back() == 3);
+  CHECK(std::count(vs.begin(), vs.end(), 4ULL) == 30);
+  const auto cl = parallel::chunk_layers(126, 16, 2);
+  CHECK(cl[0] == std::vector<std::uint64_t>{3, 4});
+  CHECK(cl[15] == std::vector<std::uint64_t>{4, 3});
+  for (std::uint64_t i = 1; i < 15; ++i) CHECK(cl[i] == std::vector<std::uint64_t>{4, 4});
+  CHECK(parallel::virtual_stage_layers(126, 16, 1) == parallel::stage_layers(126, 16));
+
+  const auto& dev = compute::find_device("h100", "test");
+  auto comm = zero_comm();
+  // Memory: 10 layers on pp = 4 (1F1B) are 2, 3, 3, 2; a middle stage of 3 layers holds what a
+  // middle stage of the even 12-layer split (3 each) holds, activations for min(p - i, m) micro-batches.
+  const auto m10 = toy(10), m12 = toy(12);
+  auto c = config(m10, MeshSizes{1, 1, 4, 1, 1}, 8);
+  CHECK(error_of([&] { simulate_parallel_step(c, dev, comm); }) ==
+        "--mesh: pp=4 does not divide the 10 layers of toy; expected a pp that divides the number of layers");
+  c.uneven_stages = true;
+  const auto mem10 = parallel::parallel_memory(memory_input(c, 0));
+  auto c12 = config(m12, MeshSizes{1, 1, 4, 1, 1}, 8);
+  const auto mem12 = parallel::parallel_memory(memory_input(c12, 0));
+  std::vector<std::uint64_t> layers;
+  for (const auto& st : mem10.stages) layers.push_back(st.layers);
+  CHECK(layers == std::vector<std::uint64_t>{2, 3, 3, 2});
+  for (const std::uint64_t i : {1ULL, 2ULL}) {
+    CAPTURE(i);
+    CHECK(mem10.stages[i].params == mem12.stages[i].params);
+    CHECK(mem10.stages[i].optimizer == mem12.stages[i].optimizer);
+    CHECK(mem10.stages[i].activations ==
+          doctest::Approx(static_cast<double>((4 - i) * 3) * mem10.layer_activation_bytes).epsilon(1e-12));
+  }
+
+  // Step, GPipe, free communication, no output layer: 5 layers on pp = 2 are 2, 3 (stage 1 is
+  // the bottleneck). Stage 1 runs its m forwards after stage 0's first (F0 = 2 f), then its m
+  // backwards; stage 0's last backward follows stage 1's last: F0 + m (F1 + B1) + B0 before
+  // stage 0's update, with f, b one layer's forward and backward.
+  const auto m5 = toy(5);
+  const std::uint64_t mb = 4;
+  auto g = config(m5, MeshSizes{1, 1, 2, 1, 1}, mb);
+  g.schedule = PipelineSchedule{ScheduleKind::gpipe, 1};
+  g.output_layer = false;
+  g.uneven_stages = true;
+  const auto r = simulate_parallel_step(g, dev, comm);
+  const double f = r.layer_forward_s, b = r.layer_backward_s;
+  const auto& s0 = stage0(r);
+  CHECK(s0.forward_s == doctest::Approx(mb * 2 * f).epsilon(1e-9));
+  CHECK(s0.step_time_s - s0.update_s == doctest::Approx(2 * f + mb * 3 * (f + b) + 2 * b).epsilon(1e-9));
+
+  // Interleaved (v = 2) with uneven virtual stages: 14 layers over pp = 2 x v = 2 are 3, 4, 4, 3;
+  // each stage runs 7 layers per micro-batch.
+  const auto m14 = toy(14);
+  auto iv = config(m14, MeshSizes{1, 1, 2, 1, 1}, mb);
+  iv.schedule = PipelineSchedule{ScheduleKind::interleaved, 2};
+  CHECK(error_of([&] { simulate_parallel_step(iv, dev, comm); }) ==
+        "--mesh: pp x v = 2 x 2 = 4 does not divide the 14 layers of toy; expected pp x virtual stages dividing the "
+        "number of layers");
+  iv.uneven_stages = true;
+  iv.output_layer = false;
+  const auto ri = simulate_parallel_step(iv, dev, comm);
+  REQUIRE(ri.per_rank.size() == 2);
+  for (const auto& x : ri.per_rank) CHECK(x.forward_s == doctest::Approx(mb * 7 * ri.layer_forward_s).epsilon(1e-9));
+  CHECK(ri.memory.stages[0].layers == 7);
+  CHECK(ri.memory.stages[1].layers == 7);
 }

@@ -1,0 +1,149 @@
+// Megatron-LM's weak-scaling table (Narayanan et al., SC'21, arXiv 2104.04473, Table 1: GPT
+// 1.7B-1T on 32-3,072 A100 80GB of NVIDIA Selene; tests/data/published/training/
+// narayanan2021-megatron-table1.json) predicted by the mesh step (models/step/parallel_graphs.hpp)
+// from presets and the paper's own settings, nothing fitted to the records:
+//  - models: tests/data/models/megatron-gpt/gpt-*.json (the table's layers, hidden, heads; GPT:
+//    FFN 4h, LayerNorm, biases, dropout, learned positions of 2,048, tied embeddings, vocabulary
+//    51,200);
+//  - per row, the paper's launch script (NVIDIA/Megatron-LM examples/sc21/run_table_1.sh and
+//    CONFIG.sh): tp, pp, micro-batch (MBS), global batch (GBS), sequence 2,048, fp16 mixed
+//    precision with Adam, full recomputation ("--recompute-method uniform", one layer per
+//    checkpoint), the interleaved schedule where the script sets
+//    --num-layers-per-virtual-pipeline-stage (v = layers / pp / that), DDP "torch" (gradient
+//    all-reduce overlapped with the backward) for the rows with pp = 1 and "local" (one
+//    all-reduce after the backward, ParallelStepConfig::overlap_grad_reduce = false) for the
+//    others; no sequence parallelism and no flash attention (neither existed in 2021:
+//    Megatron's fused softmax over the stored s^2 scores);
+//  - hardware: the dgx-a100-N preset up to 1,120 GPUs (its SuperPOD limit), the selene-N preset
+//    above (topologies/presets/selene.json: the paper's sec. 5 system description), device
+//    a100-80gb, analytical collectives (NCCL's algorithm choice).
+// Throughput is counted as the paper counts it (sec. 5.1, eq. 3, hardware FLOPs with the
+// recomputed forward): F = 96 B s l h^2 (1 + s / 6h + V / 16 l h) per step, TFLOP/s per GPU =
+// F / (step time x GPUs); error = (predicted - measured) / measured of that figure.
+// Asserted at what is reached (measured 2026-12-01: median |error| 18.5 %, signed errors +12.4 to
+// +21.7 %; every row predicted too fast: the per-op compute model of models/compute is
+// optimistic; docs/validation.md, issue 13 section): median |error| <= 19 %, every signed error
+// in [+12 %, +22 %], and every row predicted to fit in 80 GB.
+// Label accuracy; prints the table that docs/validation.md carries.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "models/compute/device.hpp"
+#include "models/optimizer/optimizer.hpp"
+#include "models/step/parallel_graphs.hpp"
+#include "models/step/topology_comm.hpp"
+#include "topologies/load.hpp"
+#include "traces/models/model_config.hpp"
+
+using namespace shardsim;
+using nlohmann::json;
+
+namespace {
+
+const std::string kDir = SHARDSIM_SOURCE_DIR "/tests/data/";
+
+// examples/sc21/run_table_1.sh: micro-batch (MBS) and layers per virtual pipeline stage (0: not
+// interleaved), keyed by the record's model name.
+struct Launch {
+  std::uint64_t micro_batch = 1, layers_per_virtual_stage = 0;
+};
+const std::map<std::string, Launch> kLaunch = {
+    {"gpt-1.7b", {16, 0}},   {"gpt-3.6b", {16, 0}},  {"gpt-7.5b", {16, 0}}, {"gpt-18.4b", {8, 0}},
+    {"gpt-39.1b", {4, 0}},   {"gpt-76.1b", {2, 5}},  {"gpt-145.6b", {2, 5}}, {"gpt-310.1b", {1, 3}},
+    {"gpt-529.6b", {1, 1}},  {"gpt-1008.0b", {1, 0}}};
+
+struct Row {
+  std::string id, layout;
+  std::uint64_t gpus = 0;
+  double measured = 0, predicted = 0, step_s = 0, error = 0;
+  bool fits = false;
+};
+
+Row predict(const json& r) {
+  const auto& md = r.at("model");
+  const std::string name = md.at("name").get<std::string>();
+  const auto model = models::load_model_file(kDir + "models/megatron-gpt/" + name + ".json");
+  REQUIRE(model.layers == md.at("layers").get<std::uint64_t>());
+  REQUIRE(model.hidden == md.at("hidden").get<std::uint64_t>());
+  REQUIRE(model.heads == md.at("heads").get<std::uint64_t>());
+  // The table's parameter count, rounded to 0.1 billion (the paper's eq. 2 gives the same).
+  CHECK_MESSAGE(std::abs(model.parameter_count() / 1e9 - md.at("params_billion").get<double>()) <= 0.05, name);
+  const auto& par = r.at("parallelism");
+  const auto gpus = r.at("gpus").get<std::uint64_t>();
+  const auto tp = par.at("tp").get<std::uint64_t>(), pp = par.at("pp").get<std::uint64_t>();
+  const Launch launch = kLaunch.at(name);
+  const std::string preset = fmt::format("{}-{}", gpus <= 1120 ? "dgx-a100" : "selene", gpus);
+  const auto topo = topo::make_topology(preset, "test");
+  const auto& dev = compute::device_for_model(topo.device_model, "test");
+  step::TopologyComm comm(topo, step::Fidelity::analytical);
+
+  step::ParallelStepConfig c;
+  c.model = &model;
+  c.mesh = parallel::MeshSizes{gpus / (tp * pp), tp, pp, 1, 1};
+  c.micro_batch = launch.micro_batch;
+  c.global_batch = r.at("global_batch_sequences").get<std::uint64_t>();
+  c.seq = 2048;
+  const std::uint64_t v = launch.layers_per_virtual_stage ? model.layers / pp / launch.layers_per_virtual_stage : 1;
+  if (v > 1) c.schedule = parallel::PipelineSchedule{parallel::ScheduleKind::interleaved, v};
+  c.recompute = parallel::Recompute::full;
+  c.flash_attention = false;
+  c.optimizer = &opt::find_optimizer("adam", "test");
+  c.overlap_grad_reduce = pp == 1;
+  const auto res = step::simulate_parallel_step(c, dev, comm);
+
+  const double B = static_cast<double>(c.global_batch), s = 2048, l = static_cast<double>(model.layers),
+               h = static_cast<double>(model.hidden), V = static_cast<double>(model.vocab);
+  const double flops = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+  Row row;
+  row.id = r.at("id").get<std::string>();
+  row.gpus = gpus;
+  row.layout = fmt::format("tp {}, pp {}{}, dp {}, mb {}, GBS {}", tp, pp, v > 1 ? fmt::format(", v {}", v) : "",
+                           c.mesh.dp, c.micro_batch, c.global_batch);
+  row.step_s = res.step.step_time_s;
+  row.measured = r.at("measured").at("tflops_per_gpu").get<double>();
+  row.predicted = flops / (row.step_s * static_cast<double>(gpus)) / 1e12;
+  row.error = (row.predicted - row.measured) / row.measured;
+  row.fits = !res.memory.does_not_fit.has_value();
+  return row;
+}
+
+}  // namespace
+
+TEST_CASE("Megatron-LM Table 1 (SC'21): TFLOP/s per GPU predicted from presets and the launch script") {
+  std::ifstream f(kDir + "published/training/narayanan2021-megatron-table1.json");
+  REQUIRE(f.good());
+  const json records = json::parse(f);
+  REQUIRE(records.size() == 10);
+  std::vector<Row> rows;
+  for (const auto& r : records) rows.push_back(predict(r));
+
+  std::vector<double> abs_err;
+  double largest = 0;
+  fmt::print("| record | GPUs | layout | measured TFLOP/s | predicted | step | error |\n|---|---|---|---|---|---|---|\n");
+  for (const auto& r : rows) {
+    fmt::print("| {} | {} | {} | {:.0f} | {:.1f} | {:.3f} s | {:+.1f} % |\n", r.id, r.gpus, r.layout, r.measured, r.predicted, r.step_s, 100 * r.error);
+    CHECK_MESSAGE(r.fits, r.id);
+    abs_err.push_back(std::abs(r.error));
+    largest = std::max(largest, std::abs(r.error));
+  }
+  std::sort(abs_err.begin(), abs_err.end());
+  const double median = (abs_err[4] + abs_err[5]) / 2;
+  fmt::print("median |error| {:.1f} %, largest {:.1f} %\n", 100 * median, 100 * largest);
+  // What is reached (docs/validation.md); issue 13's target of 10 % is not met while the per-op
+  // compute model predicts every kernel at its ceiling.
+  CHECK(median <= 0.19);
+  CHECK(largest <= 0.22);
+  // The signed errors' range (every row too fast today: the sign of the compute model's bias).
+  for (const auto& r : rows) {
+    CHECK_MESSAGE(r.error >= 0.12, r.id);
+    CHECK_MESSAGE(r.error <= 0.22, r.id);
+  }
+}
