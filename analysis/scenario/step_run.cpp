@@ -81,6 +81,14 @@ struct StepRunner::Cache {
 };
 
 StepRunner::StepRunner() : cache_(std::make_unique<Cache>()) {}
+
+const topo::Topology& StepRunner::with_faults(const topo::Topology& t, const StepOptions& o) {
+  if (!o.faults || o.faults->empty()) return t;
+  // Faults on the (calibrated) topology the collectives run on (topologies/faults.hpp).
+  auto& slot = cache_->faulty[{&t, *o.faults}];
+  if (!slot) slot = std::make_unique<topo::Topology>(topo::apply_faults(t, topo::parse_faults(t, *o.faults, "--faults")));
+  return *slot;
+}
 StepRunner::~StepRunner() = default;
 
 StepReport run_step(const StepOptions& o, bool record_timeline) { return StepRunner().run(o, record_timeline); }
@@ -156,8 +164,9 @@ StepReport StepRunner::run(const StepOptions& o, bool record_timeline) {
                           "one device kind in a mesh step (heterogeneous ranks: a step without --mesh)");
       }
     }
-    auto& slot = cache_->comms[{&topo, fidelity, o.algorithm, 2}];
-    if (!slot) slot = std::make_unique<step::TopologyComm>(topo, fidelity, o.algorithm, coll::CostParams{}, 2);
+    const topo::Topology& mesh_topo = with_faults(topo, o);
+    auto& slot = cache_->comms[{&mesh_topo, fidelity, o.algorithm, 2}];
+    if (!slot) slot = std::make_unique<step::TopologyComm>(mesh_topo, fidelity, o.algorithm, coll::CostParams{}, 2);
     const std::size_t before = slot->evaluations();
     StepReport r = detail::run_parallel_step(o, topo, dev, *slot, record_timeline);
     r.collective_evaluations = slot->evaluations() - before;
@@ -226,16 +235,7 @@ StepReport StepRunner::run(const StepOptions& o, bool record_timeline) {
     applied = it->second.get();
   }
   const topo::Topology* comm_base = applied ? &applied->topology : &topo;
-  if (o.faults && !o.faults->empty()) {
-    // Faults on the (calibrated) topology the collectives run on (topologies/faults.hpp).
-    auto& slot = cache_->faulty[{comm_base, *o.faults}];
-    if (!slot) {
-      slot = std::make_unique<topo::Topology>(
-          topo::apply_faults(*comm_base, topo::parse_faults(*comm_base, *o.faults, "--faults")));
-    }
-    comm_base = slot.get();
-  }
-  const topo::Topology& comm_topo = *comm_base;
+  const topo::Topology& comm_topo = with_faults(*comm_base, o);
   const std::uint32_t element_bytes = replay ? coll::CollectiveOp{}.element_bytes : 2;
   auto& comm_slot = cache_->comms[{&comm_topo, fidelity, o.algorithm, element_bytes}];
   if (!comm_slot) {

@@ -19,6 +19,10 @@
 #include "models/step/parallel_graphs.hpp"
 #include "models/step/step.hpp"
 
+namespace shardsim::topo {
+class Topology;
+}  // namespace shardsim::topo
+
 namespace shardsim::analysis {
 
 /// What a --mesh step adds (models/step/parallel_graphs.hpp): the layout, each axis's time
@@ -71,6 +75,8 @@ class StepRunner {
 
  private:
   struct Cache;
+  /// `t` with o.faults applied (cached by topology and spec), or `t` without faults.
+  const topo::Topology& with_faults(const topo::Topology& t, const StepOptions& o);
   std::unique_ptr<Cache> cache_;
 };
 

@@ -74,17 +74,6 @@ std::uint32_t RankProgram::collective(std::uint32_t role, std::uint32_t stream, 
 
 namespace {
 
-// "0-7" for consecutive ranks, else "0,2,4" (at most 8 listed, then "... (N ranks)").
-std::string rank_list(const std::vector<int>& g) {
-  bool consecutive = true;
-  for (std::size_t i = 1; i < g.size(); ++i) consecutive = consecutive && g[i] == g[i - 1] + 1;
-  if (consecutive && g.size() > 2) return fmt::format("{}-{}", g.front(), g.back());
-  std::string s;
-  for (std::size_t i = 0; i < g.size() && i < 8; ++i) s += (i ? "," : "") + std::to_string(g[i]);
-  if (g.size() > 8) s += fmt::format(",... ({} ranks)", g.size());
-  return s;
-}
-
 std::string stream_name(std::uint32_t s) {
   if (s == 0) return "compute";
   if (s == 1) return "comm";
@@ -139,10 +128,7 @@ ProgramInstance instantiate_program(const RankProgram& p, const StepConfig& c, C
       t = g.size() > 1 ? comm.time_s(o.op, o.size_bytes, g) : 0.0;
     } catch (const topo::RouteCutError& e) {
       // Name the process group the fault cuts (issue 16), not only the pair of devices.
-      throw ConfigError("--faults",
-                        fmt::format("{} disconnects process group '{} {}' (ranks {}): no path between {} over the links that are up",
-                                    e.down(), roles[o.role].name, gi, rank_list(g), e.pair()),
-                        "faults that leave every process group connected");
+      throw topo::group_cut_error(e, fmt::format("{} {}", roles[o.role].name, gi), g);
     }
     dur.emplace(key, t);
     return t;
