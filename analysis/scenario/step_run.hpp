@@ -18,6 +18,7 @@
 #include "analysis/scenario/step_options.hpp"
 #include "models/step/parallel_graphs.hpp"
 #include "models/step/step.hpp"
+#include "models/step/timed_faults.hpp"
 
 namespace shardsim::topo {
 class Topology;
@@ -55,6 +56,9 @@ struct StepReport {
   /// --batch-split speed: samples per rank (JSON rank_batches); empty otherwise.
   std::vector<std::uint64_t> rank_batches;
   std::optional<ParallelReport> parallel;  ///< set for a --mesh step
+  /// --faults with timed items or a fault process (models/step/timed_faults.hpp): the faults
+  /// of the step in time order (drawn ones included); JSON timed_faults.
+  std::optional<std::vector<step::TimedFault>> timed_faults;
 };
 
 /// Runs steps, keeping what several of them share: topologies (by spec), the collective
@@ -75,8 +79,8 @@ class StepRunner {
 
  private:
   struct Cache;
-  /// `t` with o.faults applied (cached by topology and spec), or `t` without faults.
-  const topo::Topology& with_faults(const topo::Topology& t, const StepOptions& o);
+  /// `t` with the static fault items `spec` applied (cached by topology and spec), or `t`.
+  const topo::Topology& with_faults(const topo::Topology& t, const std::string& spec);
   std::unique_ptr<Cache> cache_;
 };
 

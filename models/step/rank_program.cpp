@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "sim/error.hpp"
+#include "models/step/timed_faults.hpp"
 #include "topologies/faults.hpp"
 
 namespace shardsim::step {
@@ -140,6 +141,11 @@ ProgramInstance instantiate_program(const RankProgram& p, const StepConfig& c, C
   // Per-rank compute factors: fold only when every rank has the representative's.
   for (std::size_t k = 1; k < c.compute_scale.size() && k < R && fold; ++k) fold = c.compute_scale[k] == c.compute_scale[0];
   if (fold && !c.compute_scale.empty() && c.compute_scale.size() < R) fold = c.compute_scale[0] == 1.0;
+  // Per-rank devices (their comm units differ): the same rule (a null entry and the step's
+  // device count as different: conservative, still exact).
+  for (std::uint64_t k = 1; k < R && fold && !c.rank_devices.empty(); ++k) {
+    fold = (k < c.rank_devices.size() ? c.rank_devices[k] : nullptr) == c.rank_devices[0];
+  }
   if (fold) {
     for (std::uint32_t i = 0; i < ops.size() && fold; ++i) {
       const auto& o = ops[i];
@@ -209,6 +215,7 @@ ProgramInstance instantiate_program(const RankProgram& p, const StepConfig& c, C
 }
 
 bool uses_runner(const ProgramInstance& inst, CommModel& comm) {
+  if (dynamic_cast<TimedFaultComm*>(&comm) != nullptr) return true;  // the progress rule (timed_faults.hpp)
   return comm.concurrent_runner() != nullptr && !collectives_serialised(inst.graph);
 }
 
@@ -219,7 +226,12 @@ void run_instance(const ProgramInstance& inst, const StepConfig& c, CommModel& c
 
 CommContention step_contention(const compute::Device& dev, const StepConfig& c) {
   if (c.measured_compute || c.strategy == Strategy::trace) return {};
-  return {dev.compute_units, dev.comm_units};
+  CommContention out{dev.compute_units, dev.comm_units, {}};
+  for (const auto* d : c.rank_devices) {  // heterogeneous ranks: each its own device's units
+    const auto& x = d != nullptr ? *d : dev;
+    out.per_rank.push_back({x.compute_units, x.comm_units});
+  }
+  return out;
 }
 
 void run_task_graph(const TaskGraph& g, std::uint64_t R, bool fold, const StepConfig& c, CommModel& comm, StepResult& r,
@@ -228,7 +240,8 @@ void run_task_graph(const TaskGraph& g, std::uint64_t R, bool fold, const StepCo
   sim::Simulator sim;  // before the runner, whose network and runs refer to it
   // Timers where collectives cannot overlap; the concurrent runner (flow) where they can.
   std::unique_ptr<CollectiveRunner> runner = comm.concurrent_runner();
-  if (runner && collectives_serialised(g)) runner.reset();
+  // (Timed faults: every collective by the progress rule, serialised or not.)
+  if (runner && collectives_serialised(g) && dynamic_cast<TimedFaultComm*>(&comm) == nullptr) runner.reset();
   CollectiveRunner* use = runner.get();
   std::unique_ptr<Executor> own;
   Executor* ex = reuse;

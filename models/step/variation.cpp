@@ -326,6 +326,7 @@ std::unique_ptr<StaticTimer> StaticTimer::make(const TaskGraph& g, const CommCon
   auto st = std::unique_ptr<StaticTimer>(new StaticTimer());
   const std::size_t nn = g.size();
   st->contention_ = contention;
+  for (const int r : g.ranks()) st->rank_contention_.push_back(contention.of_rank(r));
   st->q_begin_.assign(nn + 1, 0);
   st->dur_.resize(nn);
   st->base_.resize(nn);
@@ -397,7 +398,7 @@ std::optional<Time> StaticTimer::makespan(const std::vector<double>& scale) {
         d = Time::from_seconds(f == 1.0 ? base_[i] : base_[i] * f);
       }
       if (contended) {
-        e = contended_end(s, d, busy_[ri], contention_);
+        e = contended_end(s, d, busy_[ri], rank_contention_[ri]);
         auto& runs = runs_[ri];
         runs.push_back({s, e, runs.empty() ? e : std::max(e, runs.back().max_end)});
       } else {

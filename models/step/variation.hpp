@@ -156,6 +156,7 @@ class StaticTimer {
   static bool overlaps_earlier_compute(const std::vector<ComputeRun>& runs, Time s, Time e);
   StaticTimer() = default;
   CommContention contention_;
+  std::vector<CommContention> rank_contention_;  ///< per rank index (CommContention::of_rank)
   std::vector<std::uint32_t> q_begin_, q_, deps_begin_;
   std::vector<NodeId> deps_;
   std::vector<Time> dur_, end_, last_;

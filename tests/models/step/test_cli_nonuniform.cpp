@@ -273,3 +273,27 @@ TEST_CASE("step --mesh: --slow-ranks, --samples and --faults act on the mesh ste
   CHECK(bad.status == 2);
   CHECK(bad.out.find("--slow-ranks: rank 8 in a step of 8 ranks; expected ranks 0..7") != std::string::npos);
 }
+
+TEST_CASE("a seeded fault process over the step: same seed same bytes, another seed other faults, a cut names the group") {
+  const auto none = run_shardsim(kStep + "--json");
+  const std::string args = kStep + "--json --faults 'random:6:0.1' ";
+  const auto a = run_shardsim(args + "--seed 3"), b = run_shardsim(args + "--seed 3"), c = run_shardsim(args + "--seed 4");
+  REQUIRE(none.status == 0);
+  REQUIRE(a.status == 0);
+  REQUIRE(c.status == 0);
+  CHECK(a.out == b.out);
+  CHECK(a.out != c.out);
+  const auto j0 = nlohmann::json::parse(none.out), ja = nlohmann::json::parse(a.out), jc = nlohmann::json::parse(c.out);
+  CHECK(ja.at("timed_faults") != jc.at("timed_faults"));
+  // Faults only slow collectives down: never a faster step.
+  CHECK(ja.at("step_time_s").get<double>() >= j0.at("step_time_s").get<double>());
+  CHECK(jc.at("step_time_s").get<double>() >= j0.at("step_time_s").get<double>());
+  // A link of the data-parallel group at a tenth of its rate from the start of the step.
+  const auto slow = run_shardsim(kStep + "--json --faults 'link:d3-switch:0.1@0s'");
+  REQUIRE(slow.status == 0);
+  CHECK(nlohmann::json::parse(slow.out).at("step_time_s").get<double>() > j0.at("step_time_s").get<double>());
+  // A timed down link that cuts the group: exit 2 naming the link, the group and the instant.
+  const auto cut = run_shardsim(kStep + "--faults 'down:d3-switch@1us'");
+  CHECK(cut.status == 2);
+  CHECK(cut.out.find("--faults: down:d3-switch disconnects process group 'dp 0' (ranks 0-7) at ") != std::string::npos);
+}
