@@ -84,7 +84,7 @@ const std::vector<StepOptionSpec>& step_option_table() {
       {"compute-jitter", "", &S::compute_jitter,
        "Per-rank compute noise, re-drawn every step: lognormal:SIGMA, normal:SIGMA or a histogram file", ""},
       {"slow-ranks", "", &S::slow_ranks, "Persistently slow ranks: RANK:SPEED[,...] (0.5 = half speed)", ""},
-      {"seed", "", &S::seed, "Seed of --compute-jitter (default 1)", "a positive seed"},
+      {"seed", "", &S::seed, "Seed of --compute-jitter and of a random: fault process (default 1)", "a positive seed"},
       {"rank-devices", "", &S::rank_devices,
        "Heterogeneous ranks: RANKS:DEVICE[,...] (0-7:h100,8-15:a100-80gb); the others keep --device", ""},
       {"batch-split", "", &S::batch_split,
