@@ -241,4 +241,22 @@ void check_group(const Topology& t, const std::vector<int>& group) {
   }
 }
 
+std::string rank_list(const std::vector<int>& g) {
+  bool consecutive = true;
+  for (std::size_t i = 1; i < g.size(); ++i) consecutive = consecutive && g[i] == g[i - 1] + 1;
+  if (consecutive && g.size() > 2) return fmt::format("{}-{}", g.front(), g.back());
+  std::string s;
+  for (std::size_t i = 0; i < g.size() && i < 8; ++i) s += (i ? "," : "") + std::to_string(g[i]);
+  if (g.size() > 8) s += fmt::format(",... ({} ranks)", g.size());
+  return s;
+}
+
+ConfigError group_cut_error(const RouteCutError& e, const std::string& group, const std::vector<int>& ranks,
+                            const std::string& when) {
+  return ConfigError("--faults",
+                     fmt::format("{} disconnects process group '{}' (ranks {}){}: no path between {} over the links that are up",
+                                 e.down(), group, rank_list(ranks), when.empty() ? "" : " " + when, e.pair()),
+                     "faults that leave every process group connected");
+}
+
 }  // namespace shardsim::topo

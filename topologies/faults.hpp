@@ -75,6 +75,16 @@ Topology apply_faults(const Topology& t, const FaultSet& f);
 /// The faults of a topology made by apply_faults (null for any other topology).
 const FaultSet* faults_of(const Topology& t);
 
+/// "0-7" for consecutive ranks, else "0,2,4" (at most 8 listed, then ",... (N ranks)").
+std::string rank_list(const std::vector<int>& ranks);
+
+/// The error of a process group that down links cut (issue 16), from the RouteCutError of a
+/// pair of its members: ConfigError("--faults", "DOWN disconnects process group 'GROUP'
+/// (ranks LIST)[ WHEN]: no path between PAIR over the links that are up"). `when` is "" or
+/// e.g. "at 1.5 ms" (a timed fault).
+ConfigError group_cut_error(const RouteCutError& e, const std::string& group, const std::vector<int>& ranks,
+                            const std::string& when = "");
+
 /// Throws RouteCutError when two members of `group` (topology ranks) have no path over the
 /// links that are up: "down:A-B disconnects ranks 3 (node0/gpu3) and 5 (node0/gpu5)". A
 /// topology without down links passes at once.

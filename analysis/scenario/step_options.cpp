@@ -78,11 +78,13 @@ const std::vector<StepOptionSpec>& step_option_table() {
       {"no-fusion", "", &S::no_fusion, "sharded: one padded buffer per tensor", ""},
       {"no-prefetch", "", &S::no_prefetch, "zero3: no prefetch of the next unit's all-gather", ""},
       {"faults", "", &S::faults,
-       "Link/NIC faults, ';'-separated: link:A-B:FRACTION, nic:DEVICE:FRACTION, down:A-B, down:nic:DEVICE", ""},
+       "Link/NIC faults, ';'-separated: link:A-B:FRACTION, nic:DEVICE:FRACTION, down:A-B, down:nic:DEVICE; "
+       "ITEM@START[+DURATION] from START (e.g. down:A-B@2ms+1ms); random:RATE[:FRACTION|down[:DURATION]] a seeded "
+       "(--seed) fault process of RATE faults per step on random links (docs/reliability.md)", ""},
       {"compute-jitter", "", &S::compute_jitter,
        "Per-rank compute noise, re-drawn every step: lognormal:SIGMA, normal:SIGMA or a histogram file", ""},
       {"slow-ranks", "", &S::slow_ranks, "Persistently slow ranks: RANK:SPEED[,...] (0.5 = half speed)", ""},
-      {"seed", "", &S::seed, "Seed of --compute-jitter (default 1)", "a positive seed"},
+      {"seed", "", &S::seed, "Seed of --compute-jitter and of a random: fault process (default 1)", "a positive seed"},
       {"rank-devices", "", &S::rank_devices,
        "Heterogeneous ranks: RANKS:DEVICE[,...] (0-7:h100,8-15:a100-80gb); the others keep --device", ""},
       {"batch-split", "", &S::batch_split,

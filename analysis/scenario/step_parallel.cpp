@@ -4,6 +4,7 @@
 
 #include "models/parallel/mesh.hpp"
 #include "models/parallel/placement.hpp"
+#include "models/step/variation.hpp"
 #include "sim/error.hpp"
 #include "traces/models/model_config.hpp"
 
@@ -60,9 +61,21 @@ StepReport run_parallel_step(const StepOptions& o, const topo::Topology& topo, c
   c.optimizer = &opt::find_optimizer(o.optimizer, "--optimizer");
   c.precision = opt::precision_from_string(o.precision, "--precision");
   c.record_timeline = record_timeline;
-  const auto res = step::simulate_parallel_step(c, dev, comm);
-
+  // Issue 16: per-rank compute variation over the mesh's ranks (models/step/variation.hpp).
+  step::ComputeVariation variation;
+  if (o.compute_jitter) variation.jitter = step::parse_jitter(*o.compute_jitter, "--compute-jitter");
+  if (o.slow_ranks) variation.slow = step::parse_slow_ranks(*o.slow_ranks, "--slow-ranks");
+  variation.seed = o.seed.value_or(1);
+  const std::uint64_t samples = o.samples.value_or(1);
   StepReport r;
+  step::ParallelStepResult res;
+  if (variation.empty() && samples == 1) {
+    res = step::simulate_parallel_step(c, dev, comm);
+  } else {
+    auto s = step::simulate_parallel_step_samples(c, dev, comm, variation, samples, res);
+    if (samples > 1) r.samples = StepReport::Samples{std::move(s.step_time_s), s.mean_s, s.p50_s, s.p90_s, s.p99_s, s.max_s};
+  }
+
   r.result = res.step;
   r.options = o;
   r.options.strategy = c.strategy.str();

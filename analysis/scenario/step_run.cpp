@@ -81,6 +81,14 @@ struct StepRunner::Cache {
 };
 
 StepRunner::StepRunner() : cache_(std::make_unique<Cache>()) {}
+
+const topo::Topology& StepRunner::with_faults(const topo::Topology& t, const std::string& spec) {
+  if (spec.empty()) return t;
+  // Faults on the (calibrated) topology the collectives run on (topologies/faults.hpp).
+  auto& slot = cache_->faulty[{&t, spec}];
+  if (!slot) slot = std::make_unique<topo::Topology>(topo::apply_faults(t, topo::parse_faults(t, spec, "--faults")));
+  return *slot;
+}
 StepRunner::~StepRunner() = default;
 
 StepReport run_step(const StepOptions& o, bool record_timeline) { return StepRunner().run(o, record_timeline); }
@@ -156,8 +164,14 @@ StepReport StepRunner::run(const StepOptions& o, bool record_timeline) {
                           "one device kind in a mesh step (heterogeneous ranks: a step without --mesh)");
       }
     }
-    auto& slot = cache_->comms[{&topo, fidelity, o.algorithm, 2}];
-    if (!slot) slot = std::make_unique<step::TopologyComm>(topo, fidelity, o.algorithm, coll::CostParams{}, 2);
+    const auto mesh_plan = step::parse_fault_plan(topo, o.faults.value_or(""), "--faults");
+    if (mesh_plan.timed_any()) {
+      throw ConfigError("--faults", fmt::format("timed items in '{}' with --mesh", *o.faults),
+                        "static fault items (timed faults and random: are a data-parallel step's)");
+    }
+    const topo::Topology& mesh_topo = with_faults(topo, mesh_plan.fixed);
+    auto& slot = cache_->comms[{&mesh_topo, fidelity, o.algorithm, 2}];
+    if (!slot) slot = std::make_unique<step::TopologyComm>(mesh_topo, fidelity, o.algorithm, coll::CostParams{}, 2);
     const std::size_t before = slot->evaluations();
     StepReport r = detail::run_parallel_step(o, topo, dev, *slot, record_timeline);
     r.collective_evaluations = slot->evaluations() - before;
@@ -226,16 +240,10 @@ StepReport StepRunner::run(const StepOptions& o, bool record_timeline) {
     applied = it->second.get();
   }
   const topo::Topology* comm_base = applied ? &applied->topology : &topo;
-  if (o.faults && !o.faults->empty()) {
-    // Faults on the (calibrated) topology the collectives run on (topologies/faults.hpp).
-    auto& slot = cache_->faulty[{comm_base, *o.faults}];
-    if (!slot) {
-      slot = std::make_unique<topo::Topology>(
-          topo::apply_faults(*comm_base, topo::parse_faults(*comm_base, *o.faults, "--faults")));
-    }
-    comm_base = slot.get();
-  }
-  const topo::Topology& comm_topo = *comm_base;
+  // Static fault items on the topology the collectives run on; timed ones and a fault
+  // process over the step (models/step/timed_faults.hpp, below).
+  const step::FaultPlan fault_plan = step::parse_fault_plan(*comm_base, o.faults.value_or(""), "--faults");
+  const topo::Topology& comm_topo = with_faults(*comm_base, fault_plan.fixed);
   const std::uint32_t element_bytes = replay ? coll::CollectiveOp{}.element_bytes : 2;
   auto& comm_slot = cache_->comms[{&comm_topo, fidelity, o.algorithm, element_bytes}];
   if (!comm_slot) {
@@ -261,6 +269,7 @@ StepReport StepRunner::run(const StepOptions& o, bool record_timeline) {
     auto devs = step::topology_rank_devices(topo, c.dp, dev);
     if (flag_devices) step::apply_rank_devices(*o.rank_devices, devs, "--rank-devices");
     device_scale = step::device_factors(w, c.precision == opt::Precision::mixed, devs, dev);
+    c.rank_devices = devs;  // each rank's own SMs (comm contention) and HBM (memory fit)
   }
   const std::string split = o.batch_split.value_or("even");
   if (split != "even" && split != "speed") {
@@ -277,11 +286,32 @@ StepReport StepRunner::run(const StepOptions& o, bool record_timeline) {
     }
     r.rank_batches = batches;
   }
+  // Timed faults: every collective by the progress rule over the fault states; a fault
+  // process is drawn over the step time without timed faults (one step run first), with
+  // --seed. Not folded: a timed fault breaks the symmetry folding relies on.
+  step::CommModel* use = &comm;
+  std::unique_ptr<step::TimedFaultComm> timed;
+  if (fault_plan.timed_any()) {
+    std::vector<step::TimedFault> items = fault_plan.timed;
+    if (fault_plan.random) {
+      step::StepConfig c0 = c;
+      c0.compute_scale = device_scale;
+      c0.record_timeline = false;
+      const double horizon = step::simulate_step(w, dev, c0, comm).step_time_s;
+      const auto drawn = step::draw_faults(*comm_base, *fault_plan.random, horizon, o.seed.value_or(1));
+      items.insert(items.end(), drawn.begin(), drawn.end());
+    }
+    timed = std::make_unique<step::TimedFaultComm>(*comm_base, fault_plan.fixed, items, fidelity, o.algorithm, element_bytes,
+                                                   applied ? applied->cost : coll::CostParams{});
+    use = timed.get();
+    c.fold = false;
+    r.timed_faults = std::move(items);
+  }
   if (variation.empty() && samples == 1) {
     c.compute_scale = device_scale;
-    r.result = step::simulate_step(w, dev, c, comm);
+    r.result = step::simulate_step(w, dev, c, *use);
   } else {
-    auto s = step::simulate_step_samples(w, dev, c, comm, variation, samples, device_scale);
+    auto s = step::simulate_step_samples(w, dev, c, *use, variation, samples, device_scale);
     r.result = std::move(s.first);
     if (samples > 1) r.samples = StepReport::Samples{std::move(s.step_time_s), s.mean_s, s.p50_s, s.p90_s, s.p99_s, s.max_s};
   }
@@ -297,7 +327,7 @@ StepReport StepRunner::run(const StepOptions& o, bool record_timeline) {
   r.grad_accum = c.grad_accum;
   r.seq = prepared->seq;
   r.params = w.parameter_count();
-  r.collective_evaluations = comm.evaluations() - evaluations_before;
+  r.collective_evaluations = comm.evaluations() - evaluations_before + (timed ? timed->evaluations() : 0);
   r.trace_collectives = trace_collectives;
   r.dropped_trace_collectives = replay ? 0 : w.dropped_collectives;
   return r;
@@ -318,6 +348,7 @@ json to_json(const StepReport& rep) {
   out["seq"] = rep.seq;
   out["params"] = rep.params;
   out["fits"] = r.fits;
+  if (r.does_not_fit) out["does_not_fit"] = *r.does_not_fit;  // names the rank and its device
   // Never a plain time for a configuration that does not fit (issue 3): the time it would
   // take is kept under its own name.
   out["step_time_s"] = r.fits ? json(r.step_time_s) : json(nullptr);
@@ -349,6 +380,13 @@ json to_json(const StepReport& rep) {
     out["step_time_mean_s"] = rep.samples->mean_s;
     out["step_time_quantiles_s"] = {{"p50", rep.samples->p50_s}, {"p90", rep.samples->p90_s},
                                     {"p99", rep.samples->p99_s}, {"max", rep.samples->max_s}};
+  }
+  if (rep.timed_faults) {
+    json tf = json::array();
+    for (const auto& f : *rep.timed_faults) {
+      tf.push_back({{"item", f.item}, {"begin_s", f.begin_s}, {"end_s", f.end_s ? json(*f.end_s) : json(nullptr)}});
+    }
+    out["timed_faults"] = tf;
   }
   out["config"] = to_json(rep.options);
   if (rep.parallel) out["parallel"] = detail::parallel_json(*rep.parallel);

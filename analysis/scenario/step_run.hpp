@@ -19,6 +19,11 @@
 #include "models/parallel/placement.hpp"
 #include "models/step/parallel_graphs.hpp"
 #include "models/step/step.hpp"
+#include "models/step/timed_faults.hpp"
+
+namespace shardsim::topo {
+class Topology;
+}  // namespace shardsim::topo
 
 namespace shardsim::analysis {
 
@@ -53,6 +58,9 @@ struct StepReport {
   /// --batch-split speed: samples per rank (JSON rank_batches); empty otherwise.
   std::vector<std::uint64_t> rank_batches;
   std::optional<ParallelReport> parallel;  ///< set for a --mesh step
+  /// --faults with timed items or a fault process (models/step/timed_faults.hpp): the faults
+  /// of the step in time order (drawn ones included); JSON timed_faults.
+  std::optional<std::vector<step::TimedFault>> timed_faults;
 };
 
 /// Runs steps, keeping what several of them share: topologies (by spec), the collective
@@ -73,6 +81,8 @@ class StepRunner {
 
  private:
   struct Cache;
+  /// `t` with the static fault items `spec` applied (cached by topology and spec), or `t`.
+  const topo::Topology& with_faults(const topo::Topology& t, const std::string& spec);
   std::unique_ptr<Cache> cache_;
 };
 

@@ -12,6 +12,21 @@
 
 namespace shardsim::step {
 
+bool CommContention::active() const {
+  auto on = [](std::uint32_t u, std::uint32_t c) { return c > 0 && c < u; };
+  if (on(units, comm_units)) return true;
+  return std::any_of(per_rank.begin(), per_rank.end(), [&](const auto& x) { return on(x[0], x[1]); });
+}
+
+CommContention CommContention::of_rank(int rank) const {
+  CommContention c;
+  const auto k = static_cast<std::size_t>(rank);
+  c.units = rank >= 0 && k < per_rank.size() ? per_rank[k][0] : units;
+  c.comm_units = rank >= 0 && k < per_rank.size() ? per_rank[k][1] : comm_units;
+  if (!c.active()) c = CommContention{1, 0, {}};
+  return c;
+}
+
 ComputeProgress ComputeProgress::start(Time at, Time duration, const CommContention& c, bool contended) {
   ComputeProgress p;
   p.since = at;
@@ -157,6 +172,13 @@ void Executor::set_compute_scale(std::span<const double> per_rank) {
   }
 }
 
+void Executor::set_comm_contention(const CommContention& c) {
+  contention_ = c;
+  contended_ = c.active();
+  rank_contention_.clear();
+  for (const int r : g_.ranks()) rank_contention_.push_back(c.of_rank(r));
+}
+
 ExecResult Executor::run() {
   sim::Simulator sim;
   return run(sim);
@@ -178,7 +200,7 @@ ExecResult Executor::run(sim::Simulator& sim) {
     waiting_[i] = static_cast<std::uint32_t>(g_.deps(i).size()) + (nq_begin_[i + 1] - nq_begin_[i]);
   }
   q_head_ = q_begin_;
-  if (contention_.active()) {
+  if (contended_) {
     comm_in_flight_.assign(g_.ranks().size(), 0);
     running_.resize(g_.ranks().size());
     for (auto& r : running_) r.clear();
@@ -241,7 +263,7 @@ void Executor::launch(NodeId n) {
     });
     return;
   }
-  if (contention_.active()) {
+  if (contended_) {
     if (node.kind == NodeKind::collective) {
       for (const int m : g_.simulated_members(node.group)) {
         const int ri = g_.rank_index(m);
@@ -251,7 +273,7 @@ void Executor::launch(NodeId n) {
       const auto k = static_cast<std::size_t>(g_.rank_index(node.rank));
       Running x;
       x.n = n;
-      x.p = ComputeProgress::start(now, dur_[n], contention_, comm_in_flight_[k] > 0);
+      x.p = ComputeProgress::start(now, dur_[n], rank_contention_[k], comm_in_flight_[k] > 0);
       x.ev = sim_->schedule_at(x.p.end(), [this, n] { finish(n); });
       running_[k].push_back(x);
       return;
@@ -270,7 +292,7 @@ void Executor::finish(NodeId n) {
   done_[n] = 1;
   ++finished_;
   emit(node_ended, n, now);
-  if (contention_.active()) {
+  if (contended_) {
     const auto& node = g_.node(n);
     if (node.kind == NodeKind::collective) {
       for (const int m : g_.simulated_members(node.group)) {
@@ -305,7 +327,7 @@ void Executor::comm_changed(std::size_t ri, bool contended) {
   const Time now = sim_->now();
   for (auto& x : running_[ri]) {
     const Time before = x.p.end();
-    x.p.change(now, contention_.rate(contended));
+    x.p.change(now, rank_contention_[ri].rate(contended));
     const Time after = x.p.end();
     if (after == before) continue;
     sim_->cancel(x.ev);

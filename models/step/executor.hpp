@@ -35,6 +35,7 @@
 // Throws ConfigError naming a node that never ran: a deadlock that TaskGraph::validate does
 // not see (it checks dependencies and stream order, not the send/recv rendezvous), e.g. two
 // ranks that each post a recv before their send to the other on one stream.
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -59,8 +60,14 @@ class CollectiveRunner {
 struct CommContention {
   std::uint32_t units = 0;       ///< compute units (SMs) of the device
   std::uint32_t comm_units = 0;  ///< units a collective in flight occupies (NCCL channels)
-  /// True when there is a slowdown to model: 0 < comm_units < units.
-  [[nodiscard]] bool active() const { return comm_units > 0 && comm_units < units; }
+  /// Heterogeneous ranks (issue 16): {units, comm_units} of each topology rank's own device,
+  /// indexed by rank; ranks past the end (all, when empty) take the two fields above.
+  std::vector<std::array<std::uint32_t, 2>> per_rank;
+  /// True when there is a slowdown to model on some rank: 0 < comm_units < units.
+  [[nodiscard]] bool active() const;
+  /// The uniform contention of topology rank `rank` (per_rank empty). A rank without a
+  /// slowdown gets {1, 0}: rate 1 contended or not (its compute nodes are plain timers).
+  [[nodiscard]] CommContention of_rank(int rank) const;
   /// Work done per picosecond, in unit-picoseconds: units - comm_units while contended.
   [[nodiscard]] std::int64_t rate(bool contended) const {
     return static_cast<std::int64_t>(contended ? units - comm_units : units);
@@ -119,7 +126,8 @@ class Executor {
   void set_compute_scale(std::span<const double> per_rank);
   /// Compute slowed by collectives in flight on its rank (header comment) for the following
   /// runs; default none (inactive). Any collective node counts, on every simulated member.
-  void set_comm_contention(const CommContention& c) { contention_ = c; }
+  /// Each rank runs under its own device's units (CommContention::of_rank).
+  void set_comm_contention(const CommContention& c);
 
   /// node, rank (topology device), stream, time
   Signal<NodeId, int, std::uint32_t, Time> node_started;
@@ -141,6 +149,8 @@ class Executor {
   const TaskGraph& g_;
   CollectiveRunner* runner_;
   CommContention contention_;
+  std::vector<CommContention> rank_contention_;  ///< per rank index (of_rank)
+  bool contended_ = false;                       ///< contention_.active()
   std::vector<std::uint32_t> comm_in_flight_;  ///< collectives in flight per rank index
   std::vector<std::vector<Running>> running_;  ///< compute in progress per rank index
   sim::Simulator* sim_ = nullptr;

@@ -114,6 +114,11 @@ struct ParallelStepConfig {
   bool output_layer = true;
   bool record_timeline = false;
   Fold fold = Fold::exact;
+  /// Issue 16 (models/step/variation.hpp): compute time factor per mesh rank 0..devices-1; a
+  /// rank's compute nodes take duration x factor (Executor::set_compute_scale). Empty = 1;
+  /// ranks past the end: 1. A stage whose ranks' factors differ is not folded (every rank
+  /// is simulated: ranks_simulated grows). parallel_step.cpp applies it.
+  std::vector<double> compute_scale;
 };
 
 /// One rank's step, split so that the parts add up to step_time_s.

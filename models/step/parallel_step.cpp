@@ -10,6 +10,7 @@
 
 #include "models/step/parallel_program.hpp"
 #include "sim/error.hpp"
+#include "topologies/faults.hpp"
 
 namespace shardsim::step {
 
@@ -21,6 +22,20 @@ using detail::Role;
 using parallel::Axis;
 
 double d(std::uint64_t v) { return static_cast<double>(v); }
+
+// comm.time_s for a process group named `group` (the TaskGraph's name): a group that --faults
+// cut is an error naming the link and the group (issue 16), not only a pair of its devices.
+double group_time(CommModel& comm, coll::OpKind kind, std::uint64_t bytes, const std::vector<int>& ranks,
+                  const std::string& group) {
+  try {
+    return comm.time_s(kind, bytes, ranks);
+  } catch (const topo::RouteCutError& e) {
+    throw topo::group_cut_error(e, group, ranks);
+  }
+}
+
+std::string group_name(const parallel::ProcessGroup& pg) { return fmt::format("{} {}", pg.axes, pg.id & 0xffffffffULL); }
+std::string pair_name(int a, int b) { return fmt::format("pp {}->{}", a, b); }
 
 detail::Shape make_shape(const ParallelStepConfig& c, const compute::Device& dev, const parallel::ParallelMemoryReport& mem) {
   const auto& m = *c.model;
@@ -174,7 +189,7 @@ class Instantiator {
     const auto pg = mesh_.group_of(detail::role_axes(role), rank);
     if (auto it = groups_.find(pg.id); it != groups_.end()) return memo[rank] = it->second;
     std::vector<int> rs(pg.ranks.begin(), pg.ranks.end());
-    const auto gi = g_.add_group({fmt::format("{} {}", pg.axes, pg.id & 0xffffffffULL), rs});
+    const auto gi = g_.add_group({group_name(pg), rs});
     groups_.emplace(pg.id, gi);
     return memo[rank] = gi;
   }
@@ -182,7 +197,7 @@ class Instantiator {
   double coll_time(coll::OpKind kind, std::uint64_t bytes, std::uint32_t gi) {
     const auto key = std::make_tuple(static_cast<int>(kind), bytes, gi);
     if (auto it = times_.find(key); it != times_.end()) return it->second;
-    const double t = comm_.time_s(kind, bytes, g_.groups()[gi].ranks);
+    const double t = group_time(comm_, kind, bytes, g_.groups()[gi].ranks, g_.groups()[gi].name);
     times_.emplace(key, t);
     return t;
   }
@@ -191,7 +206,7 @@ class Instantiator {
   double p2p_time(std::uint64_t bytes, int a, int b) {
     const auto key = std::make_tuple(bytes, a, b);
     if (auto it = p2p_.find(key); it != p2p_.end()) return it->second;
-    const double t = comm_.time_s(coll::OpKind::broadcast, bytes, {a, b});
+    const double t = group_time(comm_, coll::OpKind::broadcast, bytes, {a, b}, pair_name(a, b));
     p2p_.emplace(key, t);
     return t;
   }
@@ -223,7 +238,8 @@ bool symmetric(const parallel::Mesh& mesh, const std::vector<detail::StageOps>& 
       if (o.kind == NodeKind::collective) {
         for (const auto& pg : mesh.groups(detail::role_axes(o.role))) {
           if (pg.ranks.size() <= 1) continue;
-          if (!same(comm.time_s(o.op, o.size_bytes, std::vector<int>(pg.ranks.begin(), pg.ranks.end())))) return false;
+          const std::vector<int> ranks(pg.ranks.begin(), pg.ranks.end());
+          if (!same(group_time(comm, o.op, o.size_bytes, ranks, group_name(pg)))) return false;
         }
       } else {
         const std::uint64_t p = mesh.size(Axis::pp);
@@ -233,7 +249,8 @@ bool symmetric(const parallel::Mesh& mesh, const std::vector<detail::StageOps>& 
           auto& pp = co[static_cast<std::size_t>(Axis::pp)];
           pp = static_cast<std::uint64_t>((static_cast<std::int64_t>(pp + p) + o.dir) % static_cast<std::int64_t>(p));
           const int peer = static_cast<int>(mesh.rank(co));
-          if (!same(comm.time_s(coll::OpKind::broadcast, o.size_bytes, {static_cast<int>(r), peer}))) return false;
+          const int a = static_cast<int>(r);
+          if (!same(group_time(comm, coll::OpKind::broadcast, o.size_bytes, {a, peer}, pair_name(a, peer)))) return false;
         }
       }
     }
@@ -289,6 +306,15 @@ ParallelStepResult simulate_parallel_step(const ParallelStepConfig& c, const com
 
   bool fold = c.fold != Fold::none && mesh.devices() > p;
   if (fold && c.fold == Fold::exact) fold = symmetric(mesh, progs, comm);
+  // Per-rank compute factors (issue 16): a representative stands for its stage only when every
+  // rank of the stage has its factor (whatever the fold mode: a slow rank is never hidden).
+  const auto& cs = c.compute_scale;
+  auto factor = [&](std::uint64_t r) { return r < cs.size() ? cs[r] : 1.0; };
+  for (std::uint64_t r = 0; fold && r < mesh.devices() && !cs.empty(); ++r) {
+    std::array<std::uint64_t, 5> co{};
+    co[static_cast<std::size_t>(Axis::pp)] = mesh.coord(r, Axis::pp);
+    fold = factor(r) == factor(mesh.rank(co));
+  }
   out.fold = fold ? "stage representatives" : "every rank";
   std::vector<std::vector<int>> stage_ranks(p);
   for (std::uint64_t r = 0; r < mesh.devices(); ++r) {
@@ -314,6 +340,12 @@ ParallelStepResult simulate_parallel_step(const ParallelStepConfig& c, const com
   sim::Simulator sim;
   auto runner = comm.concurrent_runner();
   Executor ex(g, runner.get());
+  if (!cs.empty()) {
+    std::vector<double> scale;
+    scale.reserve(sorted.size());
+    for (const int rank : sorted) scale.push_back(factor(static_cast<std::uint64_t>(rank)));
+    ex.set_compute_scale(scale);
+  }
   const ExecResult res = ex.run(sim);
 
   // Per rank: its nodes (collectives: for every simulated member).

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "sim/error.hpp"
+#include "models/step/timed_faults.hpp"
 #include "topologies/faults.hpp"
 
 namespace shardsim::step {
@@ -74,17 +75,6 @@ std::uint32_t RankProgram::collective(std::uint32_t role, std::uint32_t stream, 
 
 namespace {
 
-// "0-7" for consecutive ranks, else "0,2,4" (at most 8 listed, then "... (N ranks)").
-std::string rank_list(const std::vector<int>& g) {
-  bool consecutive = true;
-  for (std::size_t i = 1; i < g.size(); ++i) consecutive = consecutive && g[i] == g[i - 1] + 1;
-  if (consecutive && g.size() > 2) return fmt::format("{}-{}", g.front(), g.back());
-  std::string s;
-  for (std::size_t i = 0; i < g.size() && i < 8; ++i) s += (i ? "," : "") + std::to_string(g[i]);
-  if (g.size() > 8) s += fmt::format(",... ({} ranks)", g.size());
-  return s;
-}
-
 std::string stream_name(std::uint32_t s) {
   if (s == 0) return "compute";
   if (s == 1) return "comm";
@@ -139,10 +129,7 @@ ProgramInstance instantiate_program(const RankProgram& p, const StepConfig& c, C
       t = g.size() > 1 ? comm.time_s(o.op, o.size_bytes, g) : 0.0;
     } catch (const topo::RouteCutError& e) {
       // Name the process group the fault cuts (issue 16), not only the pair of devices.
-      throw ConfigError("--faults",
-                        fmt::format("{} disconnects process group '{} {}' (ranks {}): no path between {} over the links that are up",
-                                    e.down(), roles[o.role].name, gi, rank_list(g), e.pair()),
-                        "faults that leave every process group connected");
+      throw topo::group_cut_error(e, fmt::format("{} {}", roles[o.role].name, gi), g);
     }
     dur.emplace(key, t);
     return t;
@@ -154,6 +141,11 @@ ProgramInstance instantiate_program(const RankProgram& p, const StepConfig& c, C
   // Per-rank compute factors: fold only when every rank has the representative's.
   for (std::size_t k = 1; k < c.compute_scale.size() && k < R && fold; ++k) fold = c.compute_scale[k] == c.compute_scale[0];
   if (fold && !c.compute_scale.empty() && c.compute_scale.size() < R) fold = c.compute_scale[0] == 1.0;
+  // Per-rank devices (their comm units differ): the same rule (a null entry and the step's
+  // device count as different: conservative, still exact).
+  for (std::uint64_t k = 1; k < R && fold && !c.rank_devices.empty(); ++k) {
+    fold = (k < c.rank_devices.size() ? c.rank_devices[k] : nullptr) == c.rank_devices[0];
+  }
   if (fold) {
     for (std::uint32_t i = 0; i < ops.size() && fold; ++i) {
       const auto& o = ops[i];
@@ -223,6 +215,7 @@ ProgramInstance instantiate_program(const RankProgram& p, const StepConfig& c, C
 }
 
 bool uses_runner(const ProgramInstance& inst, CommModel& comm) {
+  if (dynamic_cast<TimedFaultComm*>(&comm) != nullptr) return true;  // the progress rule (timed_faults.hpp)
   return comm.concurrent_runner() != nullptr && !collectives_serialised(inst.graph);
 }
 
@@ -233,7 +226,12 @@ void run_instance(const ProgramInstance& inst, const StepConfig& c, CommModel& c
 
 CommContention step_contention(const compute::Device& dev, const StepConfig& c) {
   if (c.measured_compute || c.strategy == Strategy::trace) return {};
-  return {dev.compute_units, dev.comm_units};
+  CommContention out{dev.compute_units, dev.comm_units, {}};
+  for (const auto* d : c.rank_devices) {  // heterogeneous ranks: each its own device's units
+    const auto& x = d != nullptr ? *d : dev;
+    out.per_rank.push_back({x.compute_units, x.comm_units});
+  }
+  return out;
 }
 
 void run_task_graph(const TaskGraph& g, std::uint64_t R, bool fold, const StepConfig& c, CommModel& comm, StepResult& r,
@@ -242,7 +240,8 @@ void run_task_graph(const TaskGraph& g, std::uint64_t R, bool fold, const StepCo
   sim::Simulator sim;  // before the runner, whose network and runs refer to it
   // Timers where collectives cannot overlap; the concurrent runner (flow) where they can.
   std::unique_ptr<CollectiveRunner> runner = comm.concurrent_runner();
-  if (runner && collectives_serialised(g)) runner.reset();
+  // (Timed faults: every collective by the progress rule, serialised or not.)
+  if (runner && collectives_serialised(g) && dynamic_cast<TimedFaultComm*>(&comm) == nullptr) runner.reset();
   CollectiveRunner* use = runner.get();
   std::unique_ptr<Executor> own;
   Executor* ex = reuse;

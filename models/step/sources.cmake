@@ -8,4 +8,5 @@ list(APPEND SHARDSIM_MODELS_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/task_graph.cpp
   ${CMAKE_CURRENT_LIST_DIR}/executor.cpp
   ${CMAKE_CURRENT_LIST_DIR}/variation.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/timed_faults.cpp
   ${CMAKE_CURRENT_LIST_DIR}/topology_comm.cpp)

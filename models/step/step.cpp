@@ -117,6 +117,19 @@ StepResult simulate_step(const Workload& w, const compute::Device& dev, const St
   r.memory = memory::memory_per_device(mi);
   r.hbm_bytes = static_cast<double>(dev.hbm_bytes);
   r.fits = r.memory.peak <= r.hbm_bytes;
+  // Heterogeneous ranks (issue 16): every rank holds the same state and activations, each
+  // checked against its own device's HBM; the first rank that does not fit is named.
+  auto gib = [](double b) { return b / static_cast<double>(1ULL << 30); };
+  for (std::uint64_t k = 0; k < c.dp; ++k) {
+    const auto* d = k < c.rank_devices.size() && c.rank_devices[k] != nullptr ? c.rank_devices[k] : &dev;
+    const double hbm = static_cast<double>(d->hbm_bytes);
+    r.hbm_bytes = std::min(r.hbm_bytes, hbm);
+    if (r.memory.peak > hbm && !r.does_not_fit) {
+      r.does_not_fit = fmt::format("rank {} ({}): peak {:.3g} GiB exceeds its {:.3g} GiB of HBM", k, d->name,
+                                   gib(r.memory.peak), gib(hbm));
+    }
+  }
+  r.fits = !r.does_not_fit;
   return r;
 }
 

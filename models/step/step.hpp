@@ -109,6 +109,12 @@ struct StepConfig {
   /// variation.hpp): a rank's compute ops take duration x factor. Empty = 1 for every rank;
   /// ranks past the end: 1. Ranks with different factors are never folded.
   std::vector<double> compute_scale;
+  /// Device of each rank 0..N-1 (issue 16: heterogeneous clusters; empty, or null entries and
+  /// ranks past the end: the step's device). Each rank's compute shares its own device's
+  /// units with NCCL (Device::comm_units, step_contention) and its memory must fit its own
+  /// HBM (StepResult::does_not_fit names the first rank that does not). Its compute speed is
+  /// compute_scale's (variation.hpp: device_factors).
+  std::vector<const compute::Device*> rank_devices;
 };
 
 /// Throws ConfigError (where = the flag) for: no optimizer, dp 0, k not dividing N,
@@ -142,8 +148,11 @@ struct StepResult {
   std::uint64_t padding_elements = 0;  ///< padding added to reach multiples of the shard count
   double padding_fraction = 0;         ///< padding / parameters
   memory::MemoryBreakdown memory;
-  double hbm_bytes = 0;
+  double hbm_bytes = 0;              ///< of the step's device (the smallest with rank_devices)
   bool fits = true;
+  /// Set when a rank's memory exceeds its device's HBM: "rank 5 (a100-40gb): peak 45.2 GiB
+  /// exceeds its 40 GiB of HBM" (the first such rank).
+  std::optional<std::string> does_not_fit;
   std::vector<Interval> timeline;  ///< when record_timeline, in node order
   // Every rank (DESIGN 8): the step's devices, the distinct rank graphs executed (1 when
   // folded), the simulator's events; the headline figures above are those of the slowest

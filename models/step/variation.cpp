@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "models/parallel/mesh.hpp"
 #include "models/step/graph_builders.hpp"
 #include "models/step/rank_program.hpp"
 #include "sim/error.hpp"
@@ -325,6 +326,7 @@ std::unique_ptr<StaticTimer> StaticTimer::make(const TaskGraph& g, const CommCon
   auto st = std::unique_ptr<StaticTimer>(new StaticTimer());
   const std::size_t nn = g.size();
   st->contention_ = contention;
+  for (const int r : g.ranks()) st->rank_contention_.push_back(contention.of_rank(r));
   st->q_begin_.assign(nn + 1, 0);
   st->dur_.resize(nn);
   st->base_.resize(nn);
@@ -396,7 +398,7 @@ std::optional<Time> StaticTimer::makespan(const std::vector<double>& scale) {
         d = Time::from_seconds(f == 1.0 ? base_[i] : base_[i] * f);
       }
       if (contended) {
-        e = contended_end(s, d, busy_[ri], contention_);
+        e = contended_end(s, d, busy_[ri], rank_contention_[ri]);
         auto& runs = runs_[ri];
         runs.push_back({s, e, runs.empty() ? e : std::max(e, runs.back().max_end)});
       } else {
@@ -469,16 +471,48 @@ StepSamples simulate_step_samples(const Workload& w, const compute::Device& dev,
     run_instance(inst, cs, comm, scale, scratch, ex.get(), contention);
     out.step_time_s.push_back(scratch.step_time_s);
   }
+  summarise_samples(out);
+  return out;
+}
+
+void summarise_samples(StepSamples& out) {
   std::vector<double> sorted = out.step_time_s;
   std::sort(sorted.begin(), sorted.end());
   double sum = 0;
   for (const double t : out.step_time_s) sum += t;  // in step order: deterministic
-  out.mean_s = sum / static_cast<double>(samples);
+  out.mean_s = sum / static_cast<double>(out.step_time_s.size());
   out.p50_s = quantile_sorted(sorted, 0.5);
   out.p90_s = quantile_sorted(sorted, 0.9);
   out.p99_s = quantile_sorted(sorted, 0.99);
   out.max_s = sorted.back();
   out.min_s = sorted.front();
+}
+
+StepSamples simulate_parallel_step_samples(const ParallelStepConfig& c, const compute::Device& dev, CommModel& comm,
+                                           const ComputeVariation& v, std::uint64_t samples, ParallelStepResult& first) {
+  if (samples == 0) throw ConfigError("--samples", "0", "at least 1 step");
+  const parallel::Mesh mesh(c.mesh, c.order, "--mesh");
+  const std::uint64_t R = mesh.devices();
+  v.check(R);
+  StepSamples out;
+  out.step_time_s.reserve(samples);
+  ParallelStepConfig cs = c;
+  for (std::uint64_t s = 0; s < samples; ++s) {
+    v.factors(s, R, cs.compute_scale);
+    for (std::size_t k = 0; k < cs.compute_scale.size() && k < c.compute_scale.size(); ++k) {
+      cs.compute_scale[k] *= c.compute_scale[k];
+    }
+    cs.record_timeline = s == 0 && c.record_timeline;
+    if (s == 0) {
+      first = simulate_parallel_step(cs, dev, comm);
+      out.step_time_s.push_back(first.step.step_time_s);
+    } else {
+      out.step_time_s.push_back(simulate_parallel_step(cs, dev, comm).step.step_time_s);
+    }
+    ++out.executor_samples;
+  }
+  out.first = first.step;
+  summarise_samples(out);
   return out;
 }
 

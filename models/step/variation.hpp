@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "models/step/executor.hpp"
+#include "models/step/parallel_graphs.hpp"
 #include "models/step/step.hpp"
 #include "models/step/task_graph.hpp"
 #include "topologies/topology.hpp"
@@ -155,6 +156,7 @@ class StaticTimer {
   static bool overlaps_earlier_compute(const std::vector<ComputeRun>& runs, Time s, Time e);
   StaticTimer() = default;
   CommContention contention_;
+  std::vector<CommContention> rank_contention_;  ///< per rank index (CommContention::of_rank)
   std::vector<std::uint32_t> q_begin_, q_, deps_begin_;
   std::vector<NodeId> deps_;
   std::vector<Time> dur_, end_, last_;
@@ -186,5 +188,18 @@ struct StepSamples {
 StepSamples simulate_step_samples(const Workload& w, const compute::Device& dev, const StepConfig& c, CommModel& comm,
                                   const ComputeVariation& v, std::uint64_t samples,
                                   const std::vector<double>& base_scale = {});
+
+/// Mean, quantiles, min and max of out.step_time_s (non-empty), in its order for the sum.
+void summarise_samples(StepSamples& out);
+
+/// Sampled steps of a mesh step (issue 16): `samples` (>= 1; ConfigError "--samples") runs of
+/// simulate_parallel_step, step s with the factors of `v` for step s (ComputeVariation::
+/// factors over the mesh's ranks) times c.compute_scale (a per-rank device factor; empty = 1).
+/// `first` receives step 0's full result (its timeline when c.record_timeline); the returned
+/// first is its StepResult. Throws ConfigError for a slow rank outside the mesh. Every sample
+/// rebuilds and executes the graph: O(samples x simulate_parallel_step); a jittered step
+/// simulates every rank (factors differ: no folding).
+StepSamples simulate_parallel_step_samples(const ParallelStepConfig& c, const compute::Device& dev, CommModel& comm,
+                                           const ComputeVariation& v, std::uint64_t samples, ParallelStepResult& first);
 
 }  // namespace shardsim::step

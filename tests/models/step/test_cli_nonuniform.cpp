@@ -245,3 +245,55 @@ TEST_CASE("an unknown device kind in a topology exits 2 naming /nodes/i/device a
     CHECK(r.out.find("a100-80gb") != std::string::npos);
   }
 }
+
+TEST_CASE("step --mesh: --slow-ranks, --samples and --faults act on the mesh step") {
+  const std::string mesh = "step --topology 'switch:n=8,bw=100GB/s,lat=1us' --device h100 --model gpt3-125m --seq 512 "
+                           "--mesh dp=2,pp=4 --global-batch 8 --schedule gpipe --json ";
+  const auto base = run_shardsim(mesh);
+  const auto slow = run_shardsim(mesh + "--slow-ranks 2:0.5");
+  REQUIRE(base.status == 0);
+  REQUIRE(slow.status == 0);
+  const auto jb = nlohmann::json::parse(base.out), js = nlohmann::json::parse(slow.out);
+  CHECK(js.at("step_time_s").get<double>() > jb.at("step_time_s").get<double>());
+  CHECK(jb.at("ranks_simulated") == 4);  // folded: one rank per stage
+  CHECK(js.at("ranks_simulated") == 8);  // the slow rank is not folded away
+  const std::string sampled = mesh + "--samples 6 --compute-jitter lognormal:0.05 ";
+  const auto a = run_shardsim(sampled + "--seed 7"), b = run_shardsim(sampled + "--seed 7"), c = run_shardsim(sampled + "--seed 8");
+  REQUIRE(a.status == 0);
+  CHECK(a.out == b.out);
+  CHECK(a.out != c.out);
+  CHECK(nlohmann::json::parse(a.out).at("samples") == 6);
+  // A fault that cuts a pipeline pair names the link and the pair's group.
+  const auto cut = run_shardsim(mesh + "--faults 'down:d3-switch'");
+  CHECK(cut.status == 2);
+  CHECK(cut.out.find("--faults: down:d3-switch disconnects process group 'pp 1->3' (ranks 1,3): no path between ranks 1 (d1) "
+                     "and 3 (d3)") != std::string::npos);
+  // A slow rank outside the mesh is a clear error.
+  const auto bad = run_shardsim(mesh + "--slow-ranks 8:0.5");
+  CHECK(bad.status == 2);
+  CHECK(bad.out.find("--slow-ranks: rank 8 in a step of 8 ranks; expected ranks 0..7") != std::string::npos);
+}
+
+TEST_CASE("a seeded fault process over the step: same seed same bytes, another seed other faults, a cut names the group") {
+  const auto none = run_shardsim(kStep + "--json");
+  const std::string args = kStep + "--json --faults 'random:6:0.1' ";
+  const auto a = run_shardsim(args + "--seed 3"), b = run_shardsim(args + "--seed 3"), c = run_shardsim(args + "--seed 4");
+  REQUIRE(none.status == 0);
+  REQUIRE(a.status == 0);
+  REQUIRE(c.status == 0);
+  CHECK(a.out == b.out);
+  CHECK(a.out != c.out);
+  const auto j0 = nlohmann::json::parse(none.out), ja = nlohmann::json::parse(a.out), jc = nlohmann::json::parse(c.out);
+  CHECK(ja.at("timed_faults") != jc.at("timed_faults"));
+  // Faults only slow collectives down: never a faster step.
+  CHECK(ja.at("step_time_s").get<double>() >= j0.at("step_time_s").get<double>());
+  CHECK(jc.at("step_time_s").get<double>() >= j0.at("step_time_s").get<double>());
+  // A link of the data-parallel group at a tenth of its rate from the start of the step.
+  const auto slow = run_shardsim(kStep + "--json --faults 'link:d3-switch:0.1@0s'");
+  REQUIRE(slow.status == 0);
+  CHECK(nlohmann::json::parse(slow.out).at("step_time_s").get<double>() > j0.at("step_time_s").get<double>());
+  // A timed down link that cuts the group: exit 2 naming the link, the group and the instant.
+  const auto cut = run_shardsim(kStep + "--faults 'down:d3-switch@1us'");
+  CHECK(cut.status == 2);
+  CHECK(cut.out.find("--faults: down:d3-switch disconnects process group 'dp 0' (ranks 0-7) at ") != std::string::npos);
+}

@@ -389,3 +389,55 @@ TEST_CASE("topology device kinds: an unknown kind names its node and lists the d
   const auto ok = topo::make_topology(j.substr(0, j.find("a200")) + "a100" + j.substr(j.find("a200") + 4), "t.json");
   CHECK(step::topology_rank_devices(ok, 2, h100)[1]->name == "a100-80gb");
 }
+
+TEST_CASE("heterogeneous ranks: each rank's compute shares its own device's SMs with NCCL, its memory fits its own HBM") {
+  // Two units on the toy device, every all-reduce 1 ms (FunctionComm). Backward of unit 1
+  // (2 ms) ends at 4 ms; its bucket's all-reduce runs 4-5 ms beside the backward of unit 0.
+  // On a device whose collectives take half its units (comm_units 50 of 100, executor.hpp),
+  // that backward does 0.5 ms of work in 4-5 ms and the other 1.5 ms after: it ends at 6.5 ms
+  // instead of 6; the last all-reduce 6.5-7.5 ms, then the 1 s update. Without contention:
+  // 7 ms + 1 s. One rank of that kind paces the synchronous step (every collective waits for
+  // it), so the step is its 1.0075 s.
+  auto a = test::toy_device();
+  a.compute_units = 100;  // no comm_units: no contention
+  auto b = a;
+  b.name = "toy-b";
+  b.comm_units = 50;
+  step::FunctionComm comm([](coll::OpKind, std::uint64_t, const std::vector<int>&) { return 1e-3; });
+  auto c = config();
+  const auto uniform = step::simulate_step(workload(), a, c, comm);
+  CHECK(uniform.step_time_s == doctest::Approx(7e-3 + 1.0).epsilon(1e-12));
+  c.rank_devices.assign(8, &a);
+  c.rank_devices[3] = &b;
+  const auto mixed = step::simulate_step(workload(), a, c, comm);
+  CHECK(mixed.step_time_s == doctest::Approx(7.5e-3 + 1.0).epsilon(1e-12));
+  CHECK(mixed.ranks_simulated == 8);  // rank 3 is not folded with the others
+  // Every rank ends with it: the last all-reduce waits for rank 3, the update follows it.
+  for (const auto& x : mixed.per_rank) {
+    CAPTURE(x.rank);
+    CHECK(x.step_time_s == mixed.step_time_s);
+  }
+  // The same with every rank of kind b (the base device's units would give the uniform step).
+  auto all_b = config();
+  all_b.rank_devices.assign(8, &b);
+  CHECK(step::simulate_step(workload(), a, all_b, comm).step_time_s == mixed.step_time_s);
+  // Sampled steps (the one-pass timer) time it the same.
+  step::ComputeVariation none;
+  CHECK(step::simulate_step_samples(workload(), a, c, comm, none, 2).step_time_s.back() == mixed.step_time_s);
+
+  // Memory: 2,000 parameters x 16 B (mixed-precision Adam) + 400 B of activations + two
+  // 2,000 B buckets = 36,400 B on every rank; rank 5 on a device of 30,000 B does not fit.
+  CHECK(mixed.fits);
+  auto small = a;
+  small.name = "toy-small";
+  small.hbm_bytes = 30000;
+  auto m = config();
+  m.rank_devices.assign(8, &a);
+  m.rank_devices[5] = &small;
+  const auto r = step::simulate_step(workload(), a, m, comm);
+  CHECK(r.memory.peak == doctest::Approx(36400));
+  CHECK_FALSE(r.fits);
+  REQUIRE(r.does_not_fit);
+  CHECK(r.does_not_fit->find("rank 5 (toy-small): peak") == 0);
+  CHECK(r.hbm_bytes == 30000);
+}
