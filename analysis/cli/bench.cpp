@@ -199,8 +199,9 @@ void run_emulate(EmulateCmd c) {
   if (algorithms.empty()) algorithms.push_back("");
   for (const auto& a : algorithms) {  // check every algorithm before building anything
     backends::MpiRun probe = base;
-    probe.collectives = split_list(c.collectives);
-    probe.algorithm = a;
+    const auto run = backends::collectives_with_algorithm(split_list(c.collectives), a);
+    probe.collectives = run.collectives;
+    probe.algorithm = run.algorithm;
     (void)backends::mpirun_command(probe);
   }
   if (auto why = backends::emulation_unavailable()) throw backends::LaunchError(*why);
@@ -231,8 +232,9 @@ void run_emulate(EmulateCmd c) {
     }
     for (const auto& a : algorithms) {
       backends::MpiRun r = base;
-      r.collectives = split_list(c.collectives);
-      r.algorithm = a;
+      const auto run = backends::collectives_with_algorithm(split_list(c.collectives), a);
+      r.collectives = run.collectives;
+      r.algorithm = run.algorithm;
       std::tie(r.min_bytes, r.max_bytes, r.factor) = coll_sizes;
       backends::launch_mpi(r);
     }
@@ -284,7 +286,7 @@ void setup_bench(CLI::App& root) {
   emu->add_option("--uplink-rate", ec->spec.uplink_rate, "two-level leaf uplink rate (default: 4:1 oversubscribed)");
   emu->add_option("--hosts-per-leaf", ec->spec.hosts_per_leaf, "two-level hosts per leaf")->check(CLI::Range(1, 64));
   emu->add_option("--lat", ec->spec.lat, "Declared per-link latency in the topology JSON");
-  emu->add_option("--algorithm", ec->algorithms, "Comma list of OpenMPI algorithms, one run each (default: OpenMPI's choice)");
+  emu->add_option("--algorithm", ec->algorithms, "Comma list of OpenMPI algorithms, one run each over the collectives that have it, or COLLECTIVE:NAME (default: OpenMPI's choice)");
   emu->add_option("--collective", ec->collectives, "Comma list of collectives");
   emu->add_option("--bytes", ec->bytes, "Collective sizes MIN:MAX:xF");
   emu->add_option("--p2p-bytes", ec->p2p_bytes, "Ping-pong and exchange sizes MIN:MAX:xF");
