@@ -11,6 +11,7 @@
 #include "analysis/backends/mpi/launch.hpp"
 #include "models/collectives/algorithm.hpp"
 #include "models/collectives/nccl_model.hpp"
+#include "models/collectives/ompi_tuned.hpp"
 #include "models/collectives/flow_eval.hpp"
 #include "sim/error.hpp"
 #include "topologies/load.hpp"
@@ -82,6 +83,44 @@ std::vector<Row> predict(const std::vector<logs::BenchRecord>& records, const Op
     if (static_cast<std::size_t>(r.ranks) > t.num_devices()) {
       throw ConfigError(where, fmt::format("{} ranks on a topology of {} devices", r.ranks, t.num_devices()),
                         "no more ranks than devices");
+    }
+    // MPI records with an OpenMPI algorithm the schedules of ompi_tuned.hpp model: that
+    // schedule on ranks 0..n-1, at flow fidelity (it has no closed form).
+    if (r.backend == "mpi" && r.algorithm && !o.analytical && !o.algorithm) {
+      const coll::OpKind kind = coll::op_from_string(r.collective, where);
+      if (!coll::ompi_unmodelled(kind, *r.algorithm, static_cast<std::size_t>(r.ranks))) {
+        coll::CollectiveOp op;
+        op.kind = kind;
+        op.size_bytes = r.bytes;
+        op.element_bytes = 4;
+        for (int i = 0; i < r.ranks; ++i) op.group.push_back(i);
+        const coll::Schedule s = coll::ompi_schedule(op, *r.algorithm);
+        Row row;
+        row.record = r;
+        row.topology = topology_label(tj);
+        row.model_algorithm = s.algorithm;
+        row.min_message = UINT64_MAX;
+        for (const auto& st : s.steps) {
+          for (const auto& tr : st.transfers) {
+            const auto b = static_cast<std::uint64_t>(std::llround(tr.bytes));
+            row.min_message = std::min(row.min_message, b);
+            row.max_message = std::max(row.max_message, b);
+          }
+        }
+        coll::FlowOptions fo;
+        fo.cost = it->second.cost;
+        row.predicted_us = coll::evaluate_flow(t, op, s, fo).time_s * 1e6;
+        row.error = (row.predicted_us - r.time_us) / r.time_us;
+        if (o.profile) {
+          const auto [bw, cls] = calib::route_bottleneck(t, 0, 1);
+          (void)bw;
+          if (const auto* k = o.profile->find(cls)) {
+            row.outside_range = row.min_message < k->min_bytes || row.max_message > k->max_bytes;
+          }
+        }
+        rows.push_back(std::move(row));
+        continue;
+      }
     }
     std::optional<ModelAlgorithm> ma;
     if (r.algorithm) {

@@ -8,6 +8,9 @@
 // evaluator (models/collectives/flow_eval.hpp, contention-aware, default) or the analytical
 // closed form. Error = (predicted - measured) / measured.
 //
+// MPI records (backend "mpi") whose OpenMPI algorithm models/collectives/ompi_tuned.hpp
+// models are predicted with that OpenMPI schedule on ranks 0..n-1 (flow fidelity; with
+// --analytical or --algorithm, the mapping below). Otherwise,
 // OpenMPI -> model algorithms (OpenMPI 4.1 coll/base sources):
 //   ring, segmented_ring                       -> ring (rank r sends to r+1)
 //   rabenseifner (allreduce), recursive_halving (reduce-scatter), recursive_doubling

@@ -9,6 +9,9 @@
 //                   5 segmented_ring, 6 rabenseifner
 //   reduce_scatter: 1 non_overlapping, 2 recursive_halving, 3 ring, 4 butterfly
 //   allgather:      1 linear, 2 bruck, 3 recursive_doubling, 4 ring, 5 neighbor, 6 two_proc
+//   bcast:          1 basic_linear, 2 chain, 3 pipeline, 4 split_binary_tree, 5 binary_tree,
+//                   6 binomial, 7 knomial, 8 scatter_allgather, 9 scatter_allgather_ring
+//   alltoall:       1 linear, 2 pairwise, 3 modified_bruck, 4 linear_sync, 5 two_proc
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -58,11 +61,23 @@ class InterruptGuard {
 /// Full path of `program` in PATH (or as given when it contains '/'), nullopt if absent.
 std::optional<std::string> find_in_path(const std::string& program);
 
-/// MCA value of an OpenMPI algorithm for a collective (allreduce, reducescatter, allgather);
-/// nullopt if that collective has no algorithm of that name.
+/// MCA value of an OpenMPI algorithm for a collective (allreduce, reducescatter, allgather,
+/// broadcast, alltoall); nullopt if that collective has no algorithm of that name.
 std::optional<int> ompi_algorithm_id(const std::string& collective, const std::string& algorithm);
 /// Names accepted by ompi_algorithm_id for a collective, comma separated.
 std::string ompi_algorithm_names(const std::string& collective);
+
+/// One `--algorithm` entry of `bench emulate`: NAME runs the OpenMPI algorithm NAME for every
+/// collective of `collectives` that has one of that name (`--collective allreduce,broadcast
+/// --algorithm ring,binomial` runs ring for all-reduce, binomial for broadcast);
+/// COLLECTIVE:NAME for that collective only (alltoall:linear, not allgather's linear). An
+/// empty entry: OpenMPI's own choice for all. Throws ConfigError naming --algorithm when no
+/// collective has it.
+struct AlgorithmRun {
+  std::vector<std::string> collectives;
+  std::string algorithm;
+};
+AlgorithmRun collectives_with_algorithm(const std::vector<std::string>& collectives, const std::string& entry);
 
 struct MpiRun {
   int np = 2;

@@ -1,6 +1,8 @@
 // shardsim-mpi-bench: an OpenMPI microbenchmark in the manner of nccl-tests and the OSU
-// micro-benchmarks. For each collective and size: `warmup` untimed calls, a barrier, `iters`
-// timed calls; the time is the mean per call of the slowest rank (MPI_Allreduce MAX of the
+// micro-benchmarks. For each collective and size: `warmup` untimed calls, then `iters` timed
+// calls, each after an MPI_Barrier and timed alone (osu_allreduce.c; see time_collective)
+// (broadcast: root 0; all-to-all: S = a rank's whole send buffer, n blocks of S/n, as
+// nccl-tests' alltoall); the time is the mean per call of the slowest rank (MPI_Allreduce MAX of the
 // per-rank means, as nccl-tests reports the slowest rank). Point-to-point kinds run between
 // rank 0 and --peer while the other ranks wait at the barrier:
 //   pingpong: 0 sends, peer echoes; time = round trip / 2 (osu_latency.c);
@@ -87,13 +89,21 @@ void gentle_barrier() {
 double time_collective(const std::string& coll, std::uint64_t bytes, int rank, int n, int peer, int warmup, int iters,
                        std::vector<float>& a, std::vector<float>& b) {
   const auto count = static_cast<int>(shardsim::bench::call_count(coll, bytes, n, sizeof(float)));
+  const std::vector<int> counts(static_cast<std::size_t>(n), count);
   const auto one = [&] {
     if (coll == "allreduce") {
       MPI_Allreduce(a.data(), b.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     } else if (coll == "reducescatter") {
-      MPI_Reduce_scatter_block(a.data(), b.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      // MPI_Reduce_scatter with equal counts, not MPI_Reduce_scatter_block: the block variant is
+      // a separate tuned collective (coll_tuned_reduce_scatter_block_algorithm, other ids), so
+      // forcing coll_tuned_reduce_scatter_algorithm left it on its own fixed decision.
+      MPI_Reduce_scatter(a.data(), b.data(), counts.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     } else if (coll == "allgather") {
       MPI_Allgather(a.data(), count, MPI_FLOAT, b.data(), count, MPI_FLOAT, MPI_COMM_WORLD);
+    } else if (coll == "broadcast") {
+      MPI_Bcast(a.data(), count, MPI_FLOAT, 0, MPI_COMM_WORLD);
+    } else if (coll == "alltoall") {
+      MPI_Alltoall(a.data(), count, MPI_FLOAT, b.data(), count, MPI_FLOAT, MPI_COMM_WORLD);
     } else if (coll == "pingpong") {
       if (rank == 0) {
         MPI_Send(a.data(), count, MPI_FLOAT, peer, 1, MPI_COMM_WORLD);
@@ -117,10 +127,24 @@ double time_collective(const std::string& coll, std::uint64_t bytes, int rank, i
   }
   gentle_barrier();
   double dt = 0;
-  if (!idle) {
+  if (!idle && p2p) {
     const double t0 = MPI_Wtime();
     for (int i = 0; i < iters; ++i) one();
     dt = (MPI_Wtime() - t0) / iters;
+  } else if (!idle) {
+    // Collectives: a barrier before each timed call, as osu_bcast / osu_allreduce do, so that a
+    // call starts with every rank ready and none still busy with the previous one. Back to back,
+    // a broadcast or a pipelined tree overlaps call i+1 at the root with call i downstream, and
+    // the mean per call is the throughput of the busiest link, not the time of one call
+    // (chain broadcast of 4 MiB on 4 hosts at 400 Mbit/s: 150 ms per call back to back, one
+    // call alone crosses 3 links of 84 ms each).
+    for (int i = 0; i < iters; ++i) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      const double t0 = MPI_Wtime();
+      one();
+      dt += MPI_Wtime() - t0;
+    }
+    dt /= iters;
   }
   if (coll == "pingpong") dt /= 2;  // one way = half the round trip
   double worst = 0;
@@ -139,8 +163,8 @@ int run(const Options& o, int rank, int n) {
   for (std::string c; std::getline(ss, c, ',');) {
     const auto canon = shardsim::logs::canonical_collective(c);
     if (!canon || (*canon != "allreduce" && *canon != "reducescatter" && *canon != "allgather" &&
-                   *canon != "pingpong" && *canon != "exchange")) {
-      if (rank == 0) fmt::print(stderr, "shardsim-mpi-bench: unknown collective '{}' (allreduce, reducescatter, allgather, pingpong, exchange)\n", c);
+                   *canon != "broadcast" && *canon != "alltoall" && *canon != "pingpong" && *canon != "exchange")) {
+      if (rank == 0) fmt::print(stderr, "shardsim-mpi-bench: unknown collective '{}' (allreduce, reducescatter, allgather, broadcast, alltoall, pingpong, exchange)\n", c);
       return 2;
     }
     colls.push_back(*canon);
@@ -230,7 +254,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   Options o;
   CLI::App app{"shardsim-mpi-bench: MPI collective and point-to-point microbenchmark (nccl-tests style)"};
-  app.add_option("-c,--collective", o.collectives, "Comma list: allreduce, reducescatter, allgather, pingpong, exchange");
+  app.add_option("-c,--collective", o.collectives, "Comma list: allreduce, reducescatter, allgather, broadcast, alltoall, pingpong, exchange");
   app.add_option("-b,--minbytes", o.min_bytes, "Smallest size (K/M/G = 1024^k)");
   app.add_option("-e,--maxbytes", o.max_bytes, "Largest size");
   app.add_option("-f,--stepfactor", o.factor, "Size factor between steps (> 1), else -i");

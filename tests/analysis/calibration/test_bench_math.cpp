@@ -1,6 +1,8 @@
 // Size and bandwidth arithmetic of the MPI and NCCL benchmark programs (no MPI, no GPU).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "analysis/backends/mpi/bench_math.hpp"
 #include "analysis/backends/mpi/launch.hpp"
 #include "sim/error.hpp"
@@ -54,6 +56,36 @@ TEST_CASE("OpenMPI algorithm ids (coll_tuned, OpenMPI 4.1) and the mpirun comman
                        "--algorithm: 'rabenseifner' is not an OpenMPI allgather algorithm; expected one of linear, "
                        "bruck, recursive_doubling, ring, neighbor, two_proc",
                        ConfigError);
+}
+
+TEST_CASE("bench emulate --algorithm entries: NAME for every collective that has it, COLLECTIVE:NAME for one") {
+  const std::vector<std::string> colls{"allreduce", "allgather", "broadcast", "alltoall"};
+  auto r = backends::collectives_with_algorithm(colls, "ring");
+  CHECK(r.collectives == std::vector<std::string>{"allreduce", "allgather"});
+  CHECK(r.algorithm == "ring");
+  r = backends::collectives_with_algorithm(colls, "linear");  // allgather's and alltoall's
+  CHECK(r.collectives == std::vector<std::string>{"allgather", "alltoall"});
+  r = backends::collectives_with_algorithm(colls, "alltoall:linear");
+  CHECK(r.collectives == std::vector<std::string>{"alltoall"});
+  CHECK(r.algorithm == "linear");
+  CHECK(backends::collectives_with_algorithm(colls, "").collectives == colls);  // OpenMPI's own choice
+  CHECK(backends::ompi_algorithm_id("broadcast", "binomial") == 6);
+  CHECK(backends::ompi_algorithm_id("alltoall", "pairwise") == 2);
+  CHECK(backends::ompi_algorithm_id("reducescatter", "ring") == 3);
+  CHECK_THROWS_WITH_AS(backends::collectives_with_algorithm({"broadcast"}, "ring"),
+                       "--algorithm: 'ring' is not an OpenMPI algorithm of broadcast; expected one of broadcast: "
+                       "basic_linear, chain, pipeline, split_binary_tree, binary_tree, binomial, knomial, "
+                       "scatter_allgather, scatter_allgather_ring (optionally as COLLECTIVE:NAME)",
+                       ConfigError);
+  CHECK_THROWS_AS(backends::collectives_with_algorithm(colls, "allreduce:pairwise"), ConfigError);
+  backends::MpiRun m;
+  m.collectives = {"broadcast", "alltoall"};
+  m.algorithm = "linear_sync";
+  CHECK_THROWS_AS(backends::mpirun_command(m), ConfigError);  // broadcast has no linear_sync
+  m.collectives = {"alltoall"};
+  const auto cmd = backends::mpirun_command(m);
+  CHECK(std::find(cmd.begin(), cmd.end(), "coll_tuned_alltoall_algorithm") != cmd.end());
+  CHECK(std::find(cmd.begin(), cmd.end(), "4") != cmd.end());
 }
 
 TEST_CASE("run_process: exit status, output, timeout, missing program") {
