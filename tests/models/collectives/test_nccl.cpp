@@ -399,10 +399,10 @@ TEST_CASE("NVLS at the two fidelities: the flow schedule at the NVLink rate, NCC
     const double bound_s = static_cast<double>(S) * (1 + 1.0 / 8) / nvlink_Bps;
     CHECK(flow_s / bound_s >= 1.0);
     CHECK(flow_s / bound_s <= 1.0 + 3.0 / 64 / (1 + 1.0 / 8));
-    CHECK(a->pred.latency_s * 1e6 == doctest::Approx(25.0));
+    CHECK(a->pred.latency_s * 1e6 == doctest::Approx(25.0).scale(0));
     const double factors = 18.0 / 16 * 6.0 / 5 / nvls_arch_factor(c.arch);
-    CHECK(a->pred.bandwidth_s / bound_s == doctest::Approx(factors / (1 + 1.0 / 8)).epsilon(1e-6));
-    CHECK(factors / (1 + 1.0 / 8) == doctest::Approx(c.arch == nccl::Arch::hopper ? 1.2 : 1.378).epsilon(0.001));
+    CHECK(a->pred.bandwidth_s / bound_s == doctest::Approx(factors / (1 + 1.0 / 8)).epsilon(1e-6).scale(0));
+    CHECK(factors / (1 + 1.0 / 8) == doctest::Approx(c.arch == nccl::Arch::hopper ? 1.2 : 1.378).epsilon(0.001).scale(0));
   }
 }
 
@@ -430,6 +430,6 @@ TEST_CASE("Tree across 2 H100 nodes at the two fidelities: the chain's 2 (g-1)/g
   const double chain_s = 2 * (g - 1) / g * Sd / nvlink_Bps;
   CHECK(flow_s / chain_s >= 1.0);
   CHECK(flow_s / chain_s <= 1.01);
-  CHECK(a->pred.bandwidth_s / (2 * Sd / (0.92 * nvlink_Bps)) == doctest::Approx(1.0).epsilon(1e-6));
-  CHECK(a->pred.bandwidth_s / chain_s == doctest::Approx(g / (g - 1) / 0.92).epsilon(1e-6));
+  CHECK(a->pred.bandwidth_s / (2 * Sd / (0.92 * nvlink_Bps)) == doctest::Approx(1.0).epsilon(1e-6).scale(0));
+  CHECK(a->pred.bandwidth_s / chain_s == doctest::Approx(g / (g - 1) / 0.92).epsilon(1e-6).scale(0));
 }

@@ -74,7 +74,7 @@ TEST_CASE("ompi ring all-reduce, reduce-scatter, all-gather: only rank -> rank +
       const auto m = bytes_by_pair(coll::ompi_schedule(op_of(kf.first, n, S), "ring"));
       CHECK(m.size() == n);
       for (std::uint32_t r = 0; r < n; ++r) {
-        CHECK(m.at({r, static_cast<std::uint32_t>((r + 1) % n)}) == doctest::Approx(kf.second * (nn - 1) / nn * S));
+        CHECK(m.at({r, static_cast<std::uint32_t>((r + 1) % n)}) == doctest::Approx(kf.second * (nn - 1) / nn * S).scale(0));
       }
     }
     CHECK(bytes_by_pair(coll::ompi_schedule(op_of(OpKind::allreduce, n, S), "segmented_ring")) ==
@@ -86,61 +86,61 @@ TEST_CASE("ompi rabenseifner all-reduce at n = 6: fold, distance doubling, unfol
   // pof2 = 4, rem = 2: ranks 0 and 2 fold into 1 and 3; virtual ranks 0..3 = real 1, 3, 4, 5.
   // Halving: distance 1 (1<->3, 4<->5) S/2, distance 2 (1<->4, 3<->5) S/4; doubling mirrors it.
   const auto m = bytes_by_pair(coll::ompi_schedule(op_of(OpKind::allreduce, 6, S), "rabenseifner"));
-  CHECK(m.at({0, 1}) == doctest::Approx(S));
-  CHECK(m.at({2, 3}) == doctest::Approx(S));
-  CHECK(m.at({1, 0}) == doctest::Approx(S));
-  CHECK(m.at({3, 2}) == doctest::Approx(S));
-  CHECK(m.at({1, 3}) == doctest::Approx(S / 2 + S / 2));
-  CHECK(m.at({4, 5}) == doctest::Approx(S));
-  CHECK(m.at({1, 4}) == doctest::Approx(S / 4 + S / 4));
-  CHECK(m.at({5, 3}) == doctest::Approx(S / 2));
+  CHECK(m.at({0, 1}) == doctest::Approx(S).scale(0));
+  CHECK(m.at({2, 3}) == doctest::Approx(S).scale(0));
+  CHECK(m.at({1, 0}) == doctest::Approx(S).scale(0));
+  CHECK(m.at({3, 2}) == doctest::Approx(S).scale(0));
+  CHECK(m.at({1, 3}) == doctest::Approx(S / 2 + S / 2).scale(0));
+  CHECK(m.at({4, 5}) == doctest::Approx(S).scale(0));
+  CHECK(m.at({1, 4}) == doctest::Approx(S / 4 + S / 4).scale(0));
+  CHECK(m.at({5, 3}) == doctest::Approx(S / 2).scale(0));
   CHECK(m.count({0, 2}) == 0);
   CHECK(m.size() == 4 + 8);
   // n = 8: step k pairs r with r xor 2^k, S/2^(k+1) each way, then mirrored.
   const auto m8 = bytes_by_pair(coll::ompi_schedule(op_of(OpKind::allreduce, 8, S), "rabenseifner"));
-  CHECK(m8.at({0, 1}) == doctest::Approx(2 * S / 2));
-  CHECK(m8.at({0, 2}) == doctest::Approx(2 * S / 4));
-  CHECK(m8.at({0, 4}) == doctest::Approx(2 * S / 8));
+  CHECK(m8.at({0, 1}) == doctest::Approx(2 * S / 2).scale(0));
+  CHECK(m8.at({0, 2}) == doctest::Approx(2 * S / 4).scale(0));
+  CHECK(m8.at({0, 4}) == doctest::Approx(2 * S / 8).scale(0));
   CHECK(m8.size() == 8 * 3);
 }
 
 TEST_CASE("ompi recursive doubling all-reduce at n = 6: the whole vector every step") {
   const auto s = coll::ompi_schedule(op_of(OpKind::allreduce, 6, S), "recursive_doubling");
   const auto m = bytes_by_pair(s);
-  CHECK(m.at({0, 1}) == doctest::Approx(S));
-  CHECK(m.at({1, 3}) == doctest::Approx(S));
-  CHECK(m.at({1, 4}) == doctest::Approx(S));
-  CHECK(m.at({3, 5}) == doctest::Approx(S));
-  CHECK(m.at({3, 2}) == doctest::Approx(S));
-  CHECK(sent_by_rank(s, 6)[0] == doctest::Approx(S));  // rank 0 only folds
+  CHECK(m.at({0, 1}) == doctest::Approx(S).scale(0));
+  CHECK(m.at({1, 3}) == doctest::Approx(S).scale(0));
+  CHECK(m.at({1, 4}) == doctest::Approx(S).scale(0));
+  CHECK(m.at({3, 5}) == doctest::Approx(S).scale(0));
+  CHECK(m.at({3, 2}) == doctest::Approx(S).scale(0));
+  CHECK(sent_by_rank(s, 6)[0] == doctest::Approx(S).scale(0));  // rank 0 only folds
 }
 
 TEST_CASE("ompi linear all-reduce: n-1 vectors into rank 0, n-1 out") {
   const auto m = bytes_by_pair(coll::ompi_schedule(op_of(OpKind::allreduce, 6, S), "basic_linear"));
   CHECK(m.size() == 10);
   for (std::uint32_t r = 1; r < 6; ++r) {
-    CHECK(m.at({r, 0}) == doctest::Approx(S));
-    CHECK(m.at({0, r}) == doctest::Approx(S));
+    CHECK(m.at({r, 0}) == doctest::Approx(S).scale(0));
+    CHECK(m.at({0, r}) == doctest::Approx(S).scale(0));
   }
 }
 
 TEST_CASE("ompi recursive halving reduce-scatter: (n-1)/n S per rank at n = 8; the fold at n = 6") {
   const auto s8 = coll::ompi_schedule(op_of(OpKind::reducescatter, 8, S), "recursive_halving");
-  for (double b : sent_by_rank(s8, 8)) CHECK(b == doctest::Approx(7.0 / 8 * S));
+  for (double b : sent_by_rank(s8, 8)) CHECK(b == doctest::Approx(7.0 / 8 * S).scale(0));
   const auto m8 = bytes_by_pair(s8);
-  CHECK(m8.at({0, 4}) == doctest::Approx(S / 2));  // distance n/2 first
-  CHECK(m8.at({0, 1}) == doctest::Approx(S / 8));
+  CHECK(m8.at({0, 4}) == doctest::Approx(S / 2).scale(0));  // distance n/2 first
+  CHECK(m8.at({0, 1}) == doctest::Approx(S / 8).scale(0));
   // n = 6, blocks b = S/6: virtual 0 = {0,1} owns 2 blocks, virtual 1 = {2,3} 2, then 4, 5 one.
   // mask 2: v0 (rank 1) sends v2, v3's blocks (2) to v2 (rank 4), which sends v0, v1's (4).
   const auto m6 = bytes_by_pair(coll::ompi_schedule(op_of(OpKind::reducescatter, 6, S), "recursive_halving"));
   const double b = S / 6;
-  CHECK(m6.at({0, 1}) == doctest::Approx(S));
-  CHECK(m6.at({1, 4}) == doctest::Approx(2 * b));
-  CHECK(m6.at({4, 1}) == doctest::Approx(4 * b));
-  CHECK(m6.at({1, 3}) == doctest::Approx(2 * b));  // mask 1: v0 sends v1's 2 blocks
-  CHECK(m6.at({3, 1}) == doctest::Approx(2 * b));
-  CHECK(m6.at({4, 5}) == doctest::Approx(b));
-  CHECK(m6.at({1, 0}) == doctest::Approx(b));  // unfold: rank 0's block
+  CHECK(m6.at({0, 1}) == doctest::Approx(S).scale(0));
+  CHECK(m6.at({1, 4}) == doctest::Approx(2 * b).scale(0));
+  CHECK(m6.at({4, 1}) == doctest::Approx(4 * b).scale(0));
+  CHECK(m6.at({1, 3}) == doctest::Approx(2 * b).scale(0));  // mask 1: v0 sends v1's 2 blocks
+  CHECK(m6.at({3, 1}) == doctest::Approx(2 * b).scale(0));
+  CHECK(m6.at({4, 5}) == doctest::Approx(b).scale(0));
+  CHECK(m6.at({1, 0}) == doctest::Approx(b).scale(0));  // unfold: rank 0's block
 }
 
 TEST_CASE("ompi all-gather bruck, recursive doubling, neighbor exchange, ring: (n-1)/n S per rank") {
@@ -150,21 +150,21 @@ TEST_CASE("ompi all-gather bruck, recursive doubling, neighbor exchange, ring: (
     for (const std::string a : {"bruck", "recursive_doubling", "neighbor", "ring"}) {
       CAPTURE(a);
       const auto s = coll::ompi_schedule(op_of(OpKind::allgather, n, S), a);
-      for (double x : sent_by_rank(s, n)) CHECK(x == doctest::Approx((nn - 1) / nn * S));
-      for (double x : received_by_rank(s, n)) CHECK(x == doctest::Approx((nn - 1) / nn * S));
+      for (double x : sent_by_rank(s, n)) CHECK(x == doctest::Approx((nn - 1) / nn * S).scale(0));
+      for (double x : received_by_rank(s, n)) CHECK(x == doctest::Approx((nn - 1) / nn * S).scale(0));
     }
   }
   // bruck n = 6: to rank - 1 one block, rank - 2 two, rank - 4 two (min(4, 6 - 4)).
   const auto m = bytes_by_pair(coll::ompi_schedule(op_of(OpKind::allgather, 6, S), "bruck"));
-  CHECK(m.at({0, 5}) == doctest::Approx(S / 6));
-  CHECK(m.at({0, 4}) == doctest::Approx(2 * S / 6));
-  CHECK(m.at({0, 2}) == doctest::Approx(2 * S / 6));
+  CHECK(m.at({0, 5}) == doctest::Approx(S / 6).scale(0));
+  CHECK(m.at({0, 4}) == doctest::Approx(2 * S / 6).scale(0));
+  CHECK(m.at({0, 2}) == doctest::Approx(2 * S / 6).scale(0));
   // recursive doubling at n = 6 is bruck (OpenMPI falls back for non-powers of two).
   CHECK(bytes_by_pair(coll::ompi_schedule(op_of(OpKind::allgather, 6, S), "recursive_doubling")) == m);
   // neighbor n = 6: 0 <-> 1 one block, then 0 <-> 5 two, 0 <-> 1 two.
   const auto nb = bytes_by_pair(coll::ompi_schedule(op_of(OpKind::allgather, 6, S), "neighbor"));
-  CHECK(nb.at({0, 1}) == doctest::Approx(3 * S / 6));
-  CHECK(nb.at({0, 5}) == doctest::Approx(2 * S / 6));
+  CHECK(nb.at({0, 1}) == doctest::Approx(3 * S / 6).scale(0));
+  CHECK(nb.at({0, 5}) == doctest::Approx(2 * S / 6).scale(0));
   CHECK(nb.size() == 12);
 }
 
@@ -177,7 +177,7 @@ TEST_CASE("ompi broadcast trees: every rank receives S once, from its OpenMPI pa
       const auto s = coll::ompi_schedule(op_of(OpKind::broadcast, n, S), a);
       const auto rx = received_by_rank(s, n);
       CHECK(rx[0] == 0);
-      for (std::size_t r = 1; r < n; ++r) CHECK(rx[r] == doctest::Approx(S));
+      for (std::size_t r = 1; r < n; ++r) CHECK(rx[r] == doctest::Approx(S).scale(0));
     }
   }
   using M = std::map<std::uint32_t, std::uint32_t>;
@@ -196,8 +196,8 @@ TEST_CASE("ompi broadcast trees: every rank receives S once, from its OpenMPI pa
         M{{1, 0}, {2, 0}, {3, 0}, {4, 0}, {5, 4}, {6, 4}, {7, 4}});
   // scatter + ring all-gather: the ring passes every rank, the root included, n-1 blocks.
   const auto sa = coll::ompi_schedule(op_of(OpKind::broadcast, 6, S), "scatter_allgather_ring");
-  CHECK(received_by_rank(sa, 6)[0] == doctest::Approx(5 * S / 6));
-  CHECK(bytes_by_pair(sa).at({0, 4}) == doctest::Approx(2 * S / 6));  // blocks 4, 5 in the scatter
+  CHECK(received_by_rank(sa, 6)[0] == doctest::Approx(5 * S / 6).scale(0));
+  CHECK(bytes_by_pair(sa).at({0, 4}) == doctest::Approx(2 * S / 6).scale(0));  // blocks 4, 5 in the scatter
 }
 
 TEST_CASE("ompi all-to-all: every ordered pair one block (linear, pairwise); bruck forwards") {
@@ -206,14 +206,14 @@ TEST_CASE("ompi all-to-all: every ordered pair one block (linear, pairwise); bru
     for (const std::string a : {"linear", "pairwise", "linear_sync"}) {
       const auto m = bytes_by_pair(coll::ompi_schedule(op_of(OpKind::alltoall, n, S), a));
       CHECK(m.size() == n * (n - 1));
-      for (const auto& e : m) CHECK(e.second == doctest::Approx(b));
+      for (const auto& e : m) CHECK(e.second == doctest::Approx(b).scale(0));
     }
   }
   // modified bruck n = 6: distance 1: blocks {1,3,5} (3), 2: {2,3} (2), 4: {4,5} (2).
   const auto m = bytes_by_pair(coll::ompi_schedule(op_of(OpKind::alltoall, 6, S), "modified_bruck"));
-  CHECK(m.at({0, 1}) == doctest::Approx(3 * S / 6));
-  CHECK(m.at({0, 2}) == doctest::Approx(2 * S / 6));
-  CHECK(m.at({0, 4}) == doctest::Approx(2 * S / 6));
+  CHECK(m.at({0, 1}) == doctest::Approx(3 * S / 6).scale(0));
+  CHECK(m.at({0, 2}) == doctest::Approx(2 * S / 6).scale(0));
+  CHECK(m.at({0, 4}) == doctest::Approx(2 * S / 6).scale(0));
 }
 
 TEST_CASE("ompi schedules on a switch: flow time = the closed form") {
@@ -224,20 +224,20 @@ TEST_CASE("ompi schedules on a switch: flow time = the closed form") {
     return coll::evaluate_flow(t, op, coll::ompi_schedule(op, a), fo).time_s;
   };
   const double B = 1e9;
-  CHECK(time(OpKind::allreduce, 6, "ring") == doctest::Approx(2.0 * 5 / 6 * S / B).epsilon(1e-6));
+  CHECK(time(OpKind::allreduce, 6, "ring") == doctest::Approx(2.0 * 5 / 6 * S / B).epsilon(1e-6).scale(0));
   // Rabenseifner n = 8: halving S/2 + S/4 + S/8, doubling mirrored.
-  CHECK(time(OpKind::allreduce, 8, "rabenseifner") == doctest::Approx(1.75 * S / B).epsilon(1e-6));
+  CHECK(time(OpKind::allreduce, 8, "rabenseifner") == doctest::Approx(1.75 * S / B).epsilon(1e-6).scale(0));
   // n = 6: fold S, halving S/2 + S/4, doubling S/4 + S/2, unfold S = 3.5 S/B if the steps ran
   // in lockstep; ranks 4 and 5 take no part in the fold and start halving at once, and their
   // S/4 to rank 1 (eager: sent without waiting for the receive) then shares rank 1's port with
   // the fold: slower, never faster.
   CHECK(time(OpKind::allreduce, 6, "rabenseifner") > 3.5 * S / B);
   // Linear: 5 vectors into rank 0's port, 5 out of it.
-  CHECK(time(OpKind::allreduce, 6, "basic_linear") == doctest::Approx(10 * S / B).epsilon(1e-6));
+  CHECK(time(OpKind::allreduce, 6, "basic_linear") == doctest::Approx(10 * S / B).epsilon(1e-6).scale(0));
   // Binomial broadcast at 8: root sends 3 S at once (3 S / B), then 1 sends 2 (2 S / B), then 3 one.
-  CHECK(time(OpKind::broadcast, 8, "binomial") == doctest::Approx(6 * S / B).epsilon(1e-6));
-  CHECK(time(OpKind::broadcast, 8, "pipeline") == doctest::Approx(7 * S / B).epsilon(1e-6));
-  CHECK(time(OpKind::alltoall, 8, "pairwise") == doctest::Approx(7.0 / 8 * S / B).epsilon(1e-6));
+  CHECK(time(OpKind::broadcast, 8, "binomial") == doctest::Approx(6 * S / B).epsilon(1e-6).scale(0));
+  CHECK(time(OpKind::broadcast, 8, "pipeline") == doctest::Approx(7 * S / B).epsilon(1e-6).scale(0));
+  CHECK(time(OpKind::alltoall, 8, "pairwise") == doctest::Approx(7.0 / 8 * S / B).epsilon(1e-6).scale(0));
 }
 
 TEST_CASE("ompi algorithms not modelled, unknown, or too few ranks: a clear error") {

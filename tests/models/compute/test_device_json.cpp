@@ -56,7 +56,7 @@ TEST_CASE("device JSON: every field reaches the Device, units parsed at the boun
   CHECK(d.peak(MathType::fp8) == 1e12);  // falls back to bf16
   CHECK(d.hbm_bytes == 16ULL << 30);
   CHECK(d.hbm_Bps == 2e12);
-  CHECK(d.launch_s == doctest::Approx(3e-6));
+  CHECK(d.launch_s == doctest::Approx(3e-6).scale(0));
   CHECK(d.flops_eff == 0.5);
   CHECK(d.mem_eff == 0.9);
   CHECK(d.gemm_eff == 0.8);
@@ -74,7 +74,7 @@ TEST_CASE("device JSON: every field reaches the Device, units parsed at the boun
   // units) or 16 of 64x256 (the same); compute bound, so t = 4 waves x 2 x 128 x 128 x 4096 /
   // (1e12 / 4 x 0.8) + launch.
   const double expected = 4.0 * 2 * 128 * 128 * 4096 / (1e12 / 4 * 0.8) + 3e-6;
-  CHECK(compute::gemm_time_s(d, {512, 512, 4096, 1}, MathType::bf16) == doctest::Approx(expected));
+  CHECK(compute::gemm_time_s(d, {512, 512, 4096, 1}, MathType::bf16) == doctest::Approx(expected).scale(0));
   // Numbers in base units read the same as strings with units.
   json plain = kFull;
   plain["hbm_bytes"] = 17179869184.0;
@@ -83,7 +83,7 @@ TEST_CASE("device JSON: every field reaches the Device, units parsed at the boun
   const auto p = compute::device_from_json(plain, "dev.json");
   CHECK(p.hbm_bytes == d.hbm_bytes);
   CHECK(p.hbm_Bps == d.hbm_Bps);
-  CHECK(p.launch_s == doctest::Approx(d.launch_s));
+  CHECK(p.launch_s == doctest::Approx(d.launch_s).scale(0));
 }
 
 TEST_CASE("device JSON: a preset as base, overridden field by field") {
@@ -100,7 +100,7 @@ TEST_CASE("device JSON: a preset as base, overridden field by field") {
   const compute::GemmShape g{1536, 2816, 8192, 1};
   const double th = compute::gemm_time_s(h100, g, MathType::bf16) - h100.launch_s;
   const double td = compute::gemm_time_s(d, g, MathType::bf16) - d.launch_s;
-  CHECK(td / th == doctest::Approx(h100.gemm_eff / 0.6));
+  CHECK(td / th == doctest::Approx(h100.gemm_eff / 0.6).scale(0));
   // peak_flops replaces only the entries it names.
   const auto q = compute::device_from_json(json{{"name", "x"}, {"base", "h100"}, {"peak_flops", {{"bf16", 5e14}}}}, "f");
   CHECK(q.peak(MathType::bf16) == 5e14);

@@ -82,7 +82,7 @@ Row predict(const json& r) {
   const Launch launch = kLaunch.at(name);
   const std::string preset = fmt::format("{}-{}", gpus <= 1120 ? "dgx-a100" : "selene", gpus);
   const auto topo = topo::make_topology(preset, "test");
-  const auto& dev = compute::device_for_model(topo.device_model, "test");
+  const auto& dev = compute::device_for_model(topo.device_model(), "test");
   step::TopologyComm comm(topo, step::Fidelity::analytical);
 
   step::ParallelStepConfig c;
@@ -139,11 +139,11 @@ TEST_CASE("Megatron-LM Table 1 (SC'21): TFLOP/s per GPU predicted from presets a
   fmt::print("median |error| {:.1f} %, largest {:.1f} %\n", 100 * median, 100 * largest);
   // What is reached (docs/validation.md); issue 13's target of 10 % is not met while the per-op
   // compute model predicts every kernel at its ceiling.
-  CHECK(median <= 0.19);
-  CHECK(largest <= 0.22);
+  CHECK(median <= 0.16);
+  CHECK(largest <= 0.19);
   // The signed errors' range (every row too fast today: the sign of the compute model's bias).
   for (const auto& r : rows) {
-    CHECK_MESSAGE(r.error >= 0.12, r.id);
-    CHECK_MESSAGE(r.error <= 0.22, r.id);
+    CHECK_MESSAGE(r.error >= 0.09, r.id);
+    CHECK_MESSAGE(r.error <= 0.19, r.id);
   }
 }

@@ -42,20 +42,20 @@ TEST_CASE("a link halved mid-collective: the collective ends where the progress 
     CHECK(c.states() == 2);
     CHECK(c.time_s(coll::OpKind::allreduce, kS, all) == T0);  // state 0: intact
     const Time e = c.end(coll::OpKind::allreduce, kS, all, "g", Time::zero());
-    CHECK(e.to_seconds() == doctest::Approx(T0 / 2 + T1 / 2).epsilon(1e-9));
+    CHECK(e.to_seconds() == doctest::Approx(T0 / 2 + T1 / 2).epsilon(1e-9).scale(0));
     // A group that does not cross d3-sw keeps its time.
     CHECK(c.end(coll::OpKind::allreduce, kS, far, "g", Time::zero()).to_seconds() ==
-          doctest::Approx(intact.time_s(coll::OpKind::allreduce, kS, far)).epsilon(1e-9));
+          doctest::Approx(intact.time_s(coll::OpKind::allreduce, kS, far)).epsilon(1e-9).scale(0));
     // A collective that starts after the fault takes T1.
     const Time later = Time::from_seconds(T0);
-    CHECK((c.end(coll::OpKind::allreduce, kS, all, "g", later) - later).to_seconds() == doctest::Approx(T1).epsilon(1e-9));
+    CHECK((c.end(coll::OpKind::allreduce, kS, all, "g", later) - later).to_seconds() == doctest::Approx(T1).epsilon(1e-9).scale(0));
   }
   SUBCASE("for a quarter of T0 from T0/4: T0/4 + T0/4 at rate 1/T1, the rest at 1/T0") {
     step::TimedFaultComm c(t, "", {{"link:d3-sw:0.5", T0 / 4, T0 / 2}}, step::Fidelity::analytical, "ring", 2);
     CHECK(c.states() == 3);
     const double left = 1.0 - 0.25 - (T0 / 4) / T1;
     const Time e = c.end(coll::OpKind::allreduce, kS, all, "g", Time::zero());
-    CHECK(e.to_seconds() == doctest::Approx(T0 / 2 + left * T0).epsilon(1e-9));
+    CHECK(e.to_seconds() == doctest::Approx(T0 / 2 + left * T0).epsilon(1e-9).scale(0));
   }
 }
 
@@ -72,10 +72,10 @@ TEST_CASE("a timed fault slows a data-parallel step; from time 0 it is the stati
   const auto fixed = step::simulate_step(w, dev, c, faulty);
   REQUIRE(fixed.step_time_s > base.step_time_s);
   step::TimedFaultComm from0(t, "", {{"link:d3-sw:0.5", 0, std::nullopt}}, step::Fidelity::analytical, "ring", 2);
-  CHECK(step::simulate_step(w, dev, c, from0).step_time_s == doctest::Approx(fixed.step_time_s).epsilon(1e-9));
+  CHECK(step::simulate_step(w, dev, c, from0).step_time_s == doctest::Approx(fixed.step_time_s).epsilon(1e-9).scale(0));
   // A fault that begins after every collective has ended changes nothing.
   step::TimedFaultComm late(t, "", {{"link:d3-sw:0.5", 100.0, std::nullopt}}, step::Fidelity::analytical, "ring", 2);
-  CHECK(step::simulate_step(w, dev, c, late).step_time_s == doctest::Approx(base.step_time_s).epsilon(1e-9));
+  CHECK(step::simulate_step(w, dev, c, late).step_time_s == doctest::Approx(base.step_time_s).epsilon(1e-9).scale(0));
 }
 
 TEST_CASE("a timed down link that cuts a group in flight is an error naming the link, the group and the instant") {
@@ -99,7 +99,7 @@ TEST_CASE("the fault process: Poisson arrivals over the step from the seed") {
   REQUIRE(plan.random);
   CHECK(plan.random->rate == 5);
   CHECK(plan.random->fraction == 0);
-  CHECK(plan.random->duration_s == doctest::Approx(2e-3));
+  CHECK(plan.random->duration_s == doctest::Approx(2e-3).scale(0));
   const auto a = step::draw_faults(t, *plan.random, 1.0, 7), b = step::draw_faults(t, *plan.random, 1.0, 7);
   const auto d = step::draw_faults(t, *plan.random, 1.0, 8);
   auto same = [](const std::vector<step::TimedFault>& x, const std::vector<step::TimedFault>& y) {
@@ -123,12 +123,12 @@ TEST_CASE("the fault process: Poisson arrivals over the step from the seed") {
       CHECK(x.begin_s < 1.0);
       CHECK(x.item.rfind("down:d", 0) == 0);
       REQUIRE(x.end_s);
-      CHECK(*x.end_s == doctest::Approx(x.begin_s + 2e-3));
+      CHECK(*x.end_s == doctest::Approx(x.begin_s + 2e-3).scale(0));
       CHECK_NOTHROW(topo::parse_faults(t, x.item, "--faults"));
       prev = x.begin_s;
     }
   }
-  CHECK(total / 400 == doctest::Approx(5.0).epsilon(0.08));
+  CHECK(total / 400 == doctest::Approx(5.0).epsilon(0.08).scale(0));
 }
 
 TEST_CASE("timed fault specs: bad items are clear errors") {
@@ -148,6 +148,6 @@ TEST_CASE("timed fault specs: bad items are clear errors") {
   CHECK(plan.fixed == "down:d2-sw");
   REQUIRE(plan.timed.size() == 1);
   CHECK(plan.timed[0].item == "link:d3-sw:0.5");
-  CHECK(plan.timed[0].begin_s == doctest::Approx(1e-3));
-  CHECK(*plan.timed[0].end_s == doctest::Approx(3e-3));
+  CHECK(plan.timed[0].begin_s == doctest::Approx(1e-3).scale(0));
+  CHECK(*plan.timed[0].end_s == doctest::Approx(3e-3).scale(0));
 }
