@@ -47,9 +47,6 @@ struct Shape {
   const parallel::ModelSpec* m = nullptr;
   const compute::Device* dev = nullptr;
   std::uint64_t p = 1, v = 1, mb = 1, seq = 0;
-  /// Per stage: the mean layers of its v chunks (parallel_step.cpp fills it; the builder takes
-  /// the exact per-chunk counts, uneven ones included, from parallel::chunk_layers).
-  std::vector<std::uint64_t> chunk_layers;
   parallel::LayerCompute lc;
   parallel::HeadCompute head;
   std::uint64_t tp_bytes = 0, ep_bytes = 0, cp_bytes = 0, p2p_bytes = 0;

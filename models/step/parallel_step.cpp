@@ -48,7 +48,6 @@ detail::Shape make_shape(const ParallelStepConfig& c, const compute::Device& dev
   s.v = c.schedule.kind == parallel::ScheduleKind::interleaved ? c.schedule.virtual_stages : 1;
   s.mb = mem.micro_batches;
   s.seq = mem.seq;
-  for (const auto n : parallel::stage_layers(m.layers, s.p)) s.chunk_layers.push_back(n / s.v);
   parallel::LayerShape l;
   l.micro_batch = c.micro_batch;
   l.seq = mem.seq;

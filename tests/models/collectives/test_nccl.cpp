@@ -29,8 +29,15 @@ CollectiveOp op_of(OpKind k, std::size_t n, std::uint64_t bytes) {
 constexpr double kIbEff = 4096.0 / (4096.0 + 26.0);
 
 // Time of `a`'s schedule for `op` on `t` at flow fidelity, default options.
-double flow_time(const topo::Topology& t, const CollectiveOp& op, const Algorithm& a) {
-  return evaluate_flow(t, op, a.build(t, op, {}), FlowOptions{}).time_s;
+double flow_time(const topo::Topology& t, const CollectiveOp& op, const Algorithm& a, const FlowOptions& o = {}) {
+  return evaluate_flow(t, op, a.build(t, op, {}), o).time_s;
+}
+
+// Flow time with links at NCCL's per-class efficiencies (FlowOptions::link_efficiency).
+double flow_time_at_nccl_rates(const topo::Topology& t, const CollectiveOp& op, const Algorithm& a) {
+  FlowOptions eff;
+  eff.link_efficiency = true;
+  return flow_time(t, op, a, eff);
 }
 
 // Two 8-GPU nodes with NVLink far faster than the NICs, so the ring is NIC-bound.
@@ -348,17 +355,17 @@ TEST_CASE("link efficiency in the flow network: NCCL's Ring meets its analytical
   const auto op = op_of(OpKind::allreduce, 16, S);
   const auto a = nccl_auto(nic, op, o);
   REQUIRE(a->schedule->name() == "ring-channels");
-  const double line_s = evaluate_flow(nic, op, a->schedule->build(nic, op, {}), {}).time_s;
-  const double eff_s = evaluate_flow(nic, op, a->schedule->build(nic, op, {}), eff).time_s;
+  const double line_s = flow_time(nic, op, *a->schedule);
+  const double eff_s = flow_time(nic, op, *a->schedule, eff);
   CHECK(eff_s / line_s == doctest::Approx(1 / kIbEff).epsilon(0.001).scale(0));
   CHECK(std::abs(eff_s - a->pred.time_s) < 184e-6);
   // NVLink-bound (DGX H100 pair): 18 x 20.6 = 370.8 GB/s, flow and NCCL alike.
   const auto dgx = topo::make_topology("dgx-h100-16", "t");
   const auto d = nccl_auto(dgx, op, o);
-  const double d_s = evaluate_flow(dgx, op, d->schedule->build(dgx, op, {}), eff).time_s;
+  const double d_s = flow_time(dgx, op, *d->schedule, eff);
   CHECK(std::abs(d_s - d->pred.time_s) < 184e-6);
   // At line rate the same schedule is NIC-bound instead (8 x 50 = 400 GB/s < 450 GB/s NVLink).
-  const double dgx_line_s = evaluate_flow(dgx, op, d->schedule->build(dgx, op, {}), {}).time_s;
+  const double dgx_line_s = flow_time(dgx, op, *d->schedule);
   CHECK(dgx_line_s == doctest::Approx(30.0 / 16 * static_cast<double>(S) / 400e9).epsilon(0.01).scale(0));
   CHECK(dgx_line_s < d_s * 0.95);
   CHECK(link_efficiency(dgx, dgx.link(dgx.out_links(dgx.device(0)).front())) == doctest::Approx(20.6 / 25).scale(0));
@@ -392,9 +399,7 @@ TEST_CASE("NVLS at the two fidelities: the flow schedule at the NVLink rate, NCC
     const auto a = nccl_auto(t, op, o);
     REQUIRE(a->pred.name == "NVLS/Simple");
     REQUIRE(a->schedule->name() == "in-network");
-    FlowOptions eff;
-    eff.link_efficiency = true;
-    const double flow_s = evaluate_flow(t, op, a->schedule->build(t, op, {}), eff).time_s;
+    const double flow_s = flow_time_at_nccl_rates(t, op, *a->schedule);
     const double nvlink_Bps = 18 * c.per_link_GBps * 1e9;
     const double bound_s = static_cast<double>(S) * (1 + 1.0 / 8) / nvlink_Bps;
     CHECK(flow_s / bound_s >= 1.0);
@@ -423,9 +428,7 @@ TEST_CASE("Tree across 2 H100 nodes at the two fidelities: the chain's 2 (g-1)/g
   const auto a = nccl_auto(t, op, o);
   REQUIRE(a->pred.name == "Tree/Simple");
   REQUIRE(a->schedule->name() == "tree-channels");
-  FlowOptions eff;
-  eff.link_efficiency = true;
-  const double flow_s = evaluate_flow(t, op, a->schedule->build(t, op, {}), eff).time_s;
+  const double flow_s = flow_time_at_nccl_rates(t, op, *a->schedule);
   const double g = 8, nvlink_Bps = 18 * 20.6e9, Sd = static_cast<double>(S);
   const double chain_s = 2 * (g - 1) / g * Sd / nvlink_Bps;
   CHECK(flow_s / chain_s >= 1.0);
