@@ -416,7 +416,10 @@ const std::array<OptionKey, 13> kOptionKeys{{
 CollectiveOptions collective_options_from_json(const nlohmann::json& j) {
   if (!j.is_object()) throw ConfigError("collective", "flags that are not a JSON object", "an object of flags");
   CollectiveOptions o;
-  for (const auto& [key, v] : j.items()) {
+  for (const auto& item : j.items()) {
+    // A named copy, not a structured binding: clang 14 (Debian 12) cannot capture bindings.
+    const std::string& key = item.key();
+    const nlohmann::json& v = item.value();
     const auto* entry = std::find_if(kOptionKeys.begin(), kOptionKeys.end(), [&](const OptionKey& e) { return e.key == key; });
     if (entry == kOptionKeys.end()) {
       std::vector<std::string> names;
