@@ -4,6 +4,8 @@
 // (time to train, devices, cost) and the rejections; exits 3 when nothing is feasible.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -15,6 +17,7 @@
 #include "analysis/plan/reliability.hpp"
 #include "models/optimizer/optimizer.hpp"
 #include "sim/error.hpp"
+#include "sim/registry.hpp"
 #include "traces/models/model_config.hpp"
 #include "traces/zoo/zoo.hpp"
 #include "sim/units.hpp"
@@ -158,8 +161,9 @@ void run_plan(PlanCliOptions& o) {
   if (o.price > 0) r.price_per_device_hour = o.price;
   r.hardware = split(o.hardware);
   r.strategies = split(o.strategies);
-  if (o.search != "auto" && o.search != "dp" && o.search != "mesh") {
-    throw ConfigError("--search", o.search, "auto, dp or mesh");
+  static constexpr std::array kSearches{std::string_view("auto"), std::string_view("dp"), std::string_view("mesh")};
+  if (std::find(kSearches.begin(), kSearches.end(), o.search) == kSearches.end()) {
+    throw_unknown("search", o.search, "--search", std::vector<std::string>(kSearches.begin(), kSearches.end()));
   }
   // auto: the mesh search for a transformer (a zoo transformer or a config.json), else dp.
   bool mesh = o.search == "mesh";

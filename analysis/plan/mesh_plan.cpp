@@ -18,7 +18,9 @@
 #include "models/parallel/placement.hpp"
 #include "models/step/parallel_graphs.hpp"
 #include "models/step/topology_comm.hpp"
+#include "models/strategy/strategy.hpp"
 #include "sim/error.hpp"
+#include "sim/text/strings.hpp"
 #include "topologies/presets.hpp"
 #include "traces/models/model_config.hpp"
 
@@ -172,7 +174,9 @@ MeshPlanResult make_mesh_plan(const MeshPlanRequest& r) {
   for (const auto& s : r.plan.strategies.empty() ? std::vector<std::string>{"replicated", "zero1", "zero3"} : r.plan.strategies) {
     strategies.push_back(parallel::dp_strategy_from_string(s, 0, "--strategies"));
     if (strategies.back().hsdp || strategies.back().strategy == step::Strategy::trace) {
-      throw ConfigError("--strategies", s, "replicated, sharded, zero1, zero2 or zero3 for a mesh search");
+      std::vector<std::string> names;  // the weight-update strategies (models/strategy), hsdp excluded
+      for (const auto& info : step::strategies()) names.push_back(info.name);
+      throw ConfigError("--strategies", s, "one of " + text::join(names) + " for a mesh search");
     }
   }
   const std::uint64_t max_cp = r.max_cp != 0 ? r.max_cp : (seq >= 8192 ? 8 : 1);

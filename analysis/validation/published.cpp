@@ -5,14 +5,17 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include "analysis/commands/collective_run.hpp"
 #include "models/collectives/collective.hpp"
 #include "sim/error.hpp"
+#include "sim/text/strings.hpp"
 #include "traces/logs/parse.hpp"
 
 namespace shardsim::validation {
@@ -145,6 +148,89 @@ void predict_file(PublishedResult& res, const nlohmann::json& entry, const std::
   res.largest_algorithm = last.algorithm;
 }
 
+// One reader per corpus format (the index's "format"): the measured points of a file, one set
+// per rank count it holds. The format names and the error listing them come from kFormats.
+struct MeasuredSet {
+  int ranks = 0;
+  std::string label;  ///< the file's row label when a file holds several rank counts
+  std::vector<Measured> points;
+};
+using FormatReader = std::vector<MeasuredSet> (*)(const std::string& path, const std::string& file, int ranks,
+                                                  const std::string& collective, const std::string& where);
+
+std::vector<MeasuredSet> read_nccl_tests(const std::string& path, const std::string& file, int ranks,
+                                         const std::string& /*collective*/, const std::string& where) {
+  logs::ParseOptions po;
+  po.in_place = true;
+  po.ranks = ranks;
+  MeasuredSet set{ranks, {}, {}};
+  for (const auto& r : logs::parse_log_file(path, po)) set.points.push_back({r.bytes, r.time_us, r.busbw_GBps});
+  if (set.points.empty()) throw ConfigError(where, "no row in " + file, "an nccl-tests table");
+  return {set};
+}
+
+std::vector<MeasuredSet> read_csv_busbw(const std::string& path, const std::string& /*file*/, int ranks,
+                                        const std::string& collective, const std::string& where) {
+  std::vector<std::string> header;
+  const auto rows = csv_rows(read_text(path, where), header);
+  const auto cb = column(header, "size_bytes", where), cw = column(header, "busbw_GBps", where);
+  const auto kind = coll::op_from_string(collective, where);
+  MeasuredSet set{ranks, {}, {}};
+  for (const auto& r : rows) {
+    Measured m;
+    m.bytes = static_cast<std::uint64_t>(number(r.at(cb), where));
+    m.busbw_GBps = number(r.at(cw), where);
+    m.time_us = static_cast<double>(m.bytes) * coll::busbw_factor(kind, static_cast<std::size_t>(ranks)) /
+                (m.busbw_GBps * 1e3);
+    set.points.push_back(m);
+  }
+  return {set};
+}
+
+std::vector<MeasuredSet> read_csv_summary(const std::string& path, const std::string& file, int /*ranks*/,
+                                          const std::string& /*collective*/, const std::string& where) {
+  std::vector<std::string> header;
+  const auto rows = csv_rows(read_text(path, where), header);
+  const auto cg = column(header, "GPUs", where), cs = column(header, "size(MB)", where);
+  const auto cw = column(header, "in busbw(GB/s)", where), ca = column(header, "in algbw(GB/s)", where);
+  std::vector<MeasuredSet> sets;
+  for (const auto& r : rows) {
+    const int g = static_cast<int>(number(r.at(cg), where));
+    auto it = std::find_if(sets.begin(), sets.end(), [&](const MeasuredSet& m) { return m.ranks == g; });
+    if (it == sets.end()) {
+      sets.push_back({g, fmt::format("{} ({} ranks)", file, g), {}});
+      it = sets.end() - 1;
+    }
+    Measured m;
+    m.bytes = static_cast<std::uint64_t>(number(r.at(cs), where)) << 20;  // nccl-tests M = MiB
+    m.busbw_GBps = number(r.at(cw), where);
+    m.time_us = static_cast<double>(m.bytes) / (number(r.at(ca), where) * 1e3);
+    it->points.push_back(m);
+  }
+  return sets;
+}
+
+struct Format {
+  std::string_view name;
+  FormatReader read;     ///< null: the format is recognised but not predicted (skip says why)
+  std::string_view skip;
+};
+constexpr std::array kFormats{
+    Format{"nccl-tests", read_nccl_tests, {}},
+    Format{"csv-summary", read_csv_summary, {}},
+    Format{"csv-busbw", read_csv_busbw, {}},
+    Format{"osu", nullptr, "MPI (OSU) table: the NCCL model does not apply"},
+};
+
+const Format& format_named(const std::string& name, const std::string& where) {
+  for (const auto& f : kFormats) {
+    if (f.name == name) return f;
+  }
+  std::vector<std::string> names;
+  for (const auto& f : kFormats) names.emplace_back(f.name);
+  throw ConfigError(where + "/format", fmt::format("'{}'", name), "one of " + text::join(names));
+}
+
 }  // namespace
 
 std::vector<PublishedResult> predict_published(const std::string& index_path) {
@@ -170,72 +256,25 @@ std::vector<PublishedResult> predict_published(const std::string& index_path) {
       base.skipped = why;
       out.push_back(base);
     };
+    const Format& fmt_entry = format_named(format, where);
     if (e.contains("exclude_from_accuracy")) {
       skip(e.at("exclude_from_accuracy").get<std::string>());
       continue;
     }
-    if (format == "osu") {
-      skip("MPI (OSU) table: the NCCL model does not apply");
+    if (fmt_entry.read == nullptr) {
+      skip(std::string(fmt_entry.skip));
       continue;
     }
     if (!e.contains("preset") && !e.contains("topology")) {
       skip(e.value("no_preset", std::string("no preset or topology for this system")));
       continue;
     }
-    const std::string path = (dir / file).string();
-    if (format == "nccl-tests") {
-      logs::ParseOptions po;
-      po.in_place = true;
-      po.ranks = base.ranks;
-      std::vector<Measured> meas;
-      for (const auto& r : logs::parse_log_file(path, po)) meas.push_back({r.bytes, r.time_us, r.busbw_GBps});
-      if (meas.empty()) throw ConfigError(where, "no row in " + file, "an nccl-tests table");
-      predict_file(base, e, meas, where);
-      out.push_back(std::move(base));
-    } else if (format == "csv-busbw") {
-      std::vector<std::string> header;
-      const auto rows = csv_rows(read_text(path, where), header);
-      const auto cb = column(header, "size_bytes", where), cw = column(header, "busbw_GBps", where);
-      const auto kind = coll::op_from_string(base.collective, where);
-      std::vector<Measured> meas;
-      for (const auto& r : rows) {
-        Measured m;
-        m.bytes = static_cast<std::uint64_t>(number(r.at(cb), where));
-        m.busbw_GBps = number(r.at(cw), where);
-        m.time_us = static_cast<double>(m.bytes) * coll::busbw_factor(kind, static_cast<std::size_t>(base.ranks)) /
-                    (m.busbw_GBps * 1e3);
-        meas.push_back(m);
-      }
-      predict_file(base, e, meas, where);
-      out.push_back(std::move(base));
-    } else if (format == "csv-summary") {
-      std::vector<std::string> header;
-      const auto rows = csv_rows(read_text(path, where), header);
-      const auto cg = column(header, "GPUs", where), cs = column(header, "size(MB)", where);
-      const auto cw = column(header, "in busbw(GB/s)", where), ca = column(header, "in algbw(GB/s)", where);
-      std::vector<int> ranks;
-      for (const auto& r : rows) {
-        const int g = static_cast<int>(number(r.at(cg), where));
-        if (std::find(ranks.begin(), ranks.end(), g) == ranks.end()) ranks.push_back(g);
-      }
-      for (int g : ranks) {
-        PublishedResult res = base;
-        res.ranks = g;
-        res.file = fmt::format("{} ({} ranks)", file, g);
-        std::vector<Measured> meas;
-        for (const auto& r : rows) {
-          if (static_cast<int>(number(r.at(cg), where)) != g) continue;
-          Measured m;
-          m.bytes = static_cast<std::uint64_t>(number(r.at(cs), where)) << 20;  // nccl-tests M = MiB
-          m.busbw_GBps = number(r.at(cw), where);
-          m.time_us = static_cast<double>(m.bytes) / (number(r.at(ca), where) * 1e3);
-          meas.push_back(m);
-        }
-        predict_file(res, e, meas, where);
-        out.push_back(std::move(res));
-      }
-    } else {
-      throw ConfigError(where + "/format", fmt::format("'{}'", format), "nccl-tests, csv-summary, csv-busbw or osu");
+    for (auto& set : fmt_entry.read((dir / file).string(), file, base.ranks, base.collective, where)) {
+      PublishedResult res = base;
+      res.ranks = set.ranks;
+      if (!set.label.empty()) res.file = set.label;
+      predict_file(res, e, set.points, where);
+      out.push_back(std::move(res));
     }
   }
   return out;

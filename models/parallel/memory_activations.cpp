@@ -2,27 +2,24 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 
 #include "models/parallel/memory_stage.hpp"
+#include "sim/enum_names.hpp"
 #include "sim/error.hpp"
 
 namespace shardsim::parallel {
 
-const char* to_string(Recompute r) {
-  switch (r) {
-    case Recompute::none: return "none";
-    case Recompute::selective: return "selective";
-    case Recompute::full: return "full";
-  }
-  return "?";
-}
+namespace {
+constexpr std::array<EnumName<Recompute>, 3> kRecomputes{
+    {{Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}}};
+}  // namespace
+
+const char* to_string(Recompute r) { return enum_name(kRecomputes, r); }
 
 Recompute recompute_from_string(const std::string& s, const std::string& where) {
-  if (s == "none") return Recompute::none;
-  if (s == "selective") return Recompute::selective;
-  if (s == "full") return Recompute::full;
-  throw ConfigError(where, fmt::format("'{}'", s), "none, selective or full");
+  return enum_from_name(kRecomputes, s, "recompute", where);
 }
 
 std::string PipelineSchedule::str() const {

@@ -9,7 +9,9 @@
 #include <optional>
 
 #include "models/step/parallel_program.hpp"
+#include "models/strategy/strategy.hpp"
 #include "sim/error.hpp"
+#include "sim/text/strings.hpp"
 #include "topologies/faults.hpp"
 
 namespace shardsim::step {
@@ -89,7 +91,11 @@ detail::Shape make_shape(const ParallelStepConfig& c, const compute::Device& dev
 void check(const ParallelStepConfig& c) {
   if (c.model == nullptr) throw ConfigError("step", "no model", "a model (--model)");
   if (c.optimizer == nullptr) throw ConfigError("--optimizer", "none", "an optimizer");
-  if (c.strategy.hsdp) throw ConfigError("--strategy", "hsdp with --mesh", "replicated, sharded, zero1, zero2 or zero3 (hsdp is modelled in memory only)");
+  if (c.strategy.hsdp) {
+    std::vector<std::string> names;  // the weight-update strategies (models/strategy)
+    for (const auto& info : strategies()) names.push_back(info.name);
+    throw ConfigError("--strategy", "hsdp with --mesh", "one of " + text::join(names) + " (hsdp is modelled in memory only)");
+  }
   if (c.strategy.strategy == Strategy::trace) throw ConfigError("--strategy", "trace with --mesh", "a weight-update strategy");
   const std::uint64_t n = c.mesh.cp * c.mesh.ep * c.mesh.dp;
   if (c.strategy.strategy == Strategy::sharded && c.strategy.shard_group != 0 && c.strategy.shard_group != n) {

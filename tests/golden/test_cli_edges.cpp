@@ -167,6 +167,13 @@ TEST_CASE("a preset's device resolves alike in step and plan: dgx-a100 carries a
   CHECK(pareto.at(0).at("hbm_bytes") == 80.0 * (1ULL << 30));
 }
 
+TEST_CASE("plan --search: an unknown search is exit 2 listing the searches") {
+  const auto p = run_cli({"plan", "--search", "grid", "--model", "gpt3-125m", "--steps", "10", "--global-batch", "8",
+                          "--hardware", "dgx-a100-8"});
+  CHECK(p.exit_code == 2);
+  CHECK(p.err.find("--search: unknown search 'grid'; expected one of auto, dp, mesh") != std::string::npos);
+}
+
 TEST_CASE("plan: a configuration that does not fit says what overflows and what the step would take") {
   const auto p = run_cli({"plan", "--search", "dp", "--model", "gpt3-175b", "--steps", "1", "--global-batch", "8", "--hardware", "dgx-h100-8",
                           "--strategies", "replicated", "--buckets", "25MiB"});

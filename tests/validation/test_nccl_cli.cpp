@@ -2,9 +2,12 @@
 // `validate --algorithm auto` (validation::predict), on GPU presets.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "analysis/commands/collective_run.hpp"
+#include "analysis/validation/published.hpp"
 #include "analysis/validation/validate.hpp"
 #include "models/collectives/algorithm.hpp"
 #include "models/collectives/nccl_model.hpp"
@@ -92,4 +95,15 @@ TEST_CASE("validate --algorithm auto: NCCL's time on a GPU preset, the record's 
                        "in_network_reduction is directly linked to all 2 ranks; expected an algorithm that applies to "
                        "this topology and group, or --algorithm auto",
                        ConfigError);
+}
+
+TEST_CASE("validate --published: an unknown corpus format is an error listing the readers' formats") {
+  const auto dir = std::filesystem::temp_directory_path() / "shardsim_published_format_test";
+  std::filesystem::create_directories(dir);
+  const auto index = (dir / "index.json").string();
+  std::ofstream(index) << R"({"files": [{"file": "x.txt", "format": "nccl-test", "collective": "all_reduce", "ranks": 8}]})";
+  CHECK_THROWS_WITH_AS(validation::predict_published(index),
+                       (index + ": /files/0/format: 'nccl-test'; expected one of nccl-tests, csv-summary, csv-busbw, osu").c_str(),
+                       ConfigError);
+  std::filesystem::remove_all(dir);
 }

@@ -280,7 +280,7 @@ TEST_CASE("validation messages name the flag and the numbers") {
         "--schedule: 'interleaved:1'; expected gpipe, 1f1b or interleaved:V with V >= 2 virtual stages");
   CHECK(schedule_from_string("interleaved:3", "--schedule").virtual_stages == 3);
   CHECK(error_of([] { (void)recompute_from_string("some", "--recompute"); }) ==
-        "--recompute: 'some'; expected none, selective or full");
+        "--recompute: unknown recompute 'some'; expected one of none, selective, full");
   CHECK(error_of([] { (void)dp_strategy_from_string("hsdp", 0, "--strategy"); }) ==
         "--shard-group: missing for --strategy hsdp; expected the size k of the groups that shard (zero3) inside");
   // Interleaved needs m to be a multiple of p.
