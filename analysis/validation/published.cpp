@@ -89,6 +89,40 @@ std::size_t column(const std::vector<std::string>& header, const std::string& na
   return static_cast<std::size_t>(it - header.begin());
 }
 
+// index.json members, checked: a missing key or a value of the wrong type is a ConfigError
+// naming its JSON path (`where` is the entry's, "index.json: /files/3").
+const nlohmann::json& member(const nlohmann::json& e, const char* key, const std::string& where) {
+  if (!e.contains(key)) throw ConfigError(fmt::format("{}/{}", where, key), "missing", "a value (the corpus index layout)");
+  return e.at(key);
+}
+std::string string_member(const nlohmann::json& e, const char* key, const std::string& where) {
+  const auto& v = member(e, key, where);
+  if (!v.is_string()) throw ConfigError(fmt::format("{}/{}", where, key), v.dump(), "a string");
+  return v.get<std::string>();
+}
+bool bool_member(const nlohmann::json& e, const char* key, const std::string& where) {
+  if (!e.contains(key)) return false;
+  const auto& v = e.at(key);
+  if (!v.is_boolean()) throw ConfigError(fmt::format("{}/{}", where, key), v.dump(), "true or false");
+  return v.get<bool>();
+}
+// "ranks": an integer >= 2; a csv-summary may list several (one per node count).
+int ranks_member(const nlohmann::json& e, const std::string& format, const std::string& where) {
+  const auto& v = member(e, "ranks", where);
+  auto one = [&](const nlohmann::json& x) {
+    if (!x.is_number_integer() || x.get<long long>() < 2 || x.get<long long>() > (1 << 24)) {
+      throw ConfigError(fmt::format("{}/ranks", where), x.dump(), "an integer rank count of at least 2");
+    }
+    return x.get<int>();
+  };
+  if (v.is_array() && format == "csv-summary") {
+    if (v.empty()) throw ConfigError(fmt::format("{}/ranks", where), "[]", "the rank counts of the summary");
+    for (const auto& x : v) (void)one(x);
+    return 0;
+  }
+  return one(v);
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -100,16 +134,18 @@ void predict_file(PublishedResult& res, const nlohmann::json& entry, const std::
                   const std::string& where) {
   cli::CollectiveOptions o;
   if (entry.contains("preset")) {
-    std::string p = entry.at("preset").get<std::string>();
+    std::string p = string_member(entry, "preset", where);
     if (const auto at = p.find("{ranks}"); at != std::string::npos) p.replace(at, 7, std::to_string(res.ranks));
     o.topology = p;
   } else {
-    o.topology = entry.at("topology").dump();
+    const auto& t = member(entry, "topology", where);
+    if (!t.is_object()) throw ConfigError(where + "/topology", t.dump(), "a topology JSON object");
+    o.topology = t.dump();
   }
   o.op = res.collective;
   o.algorithm = "auto";
-  o.ranks = entry.value("model_ranks_first", false) ? res.ranks : 0;
-  if (entry.contains("nccl_algo")) o.nccl_algo = entry.at("nccl_algo").get<std::string>();
+  o.ranks = bool_member(entry, "model_ranks_first", where) ? res.ranks : 0;
+  if (entry.contains("nccl_algo")) o.nccl_algo = string_member(entry, "nccl_algo", where);
   std::string bytes;
   for (const auto& m : meas) bytes += (bytes.empty() ? "" : ",") + std::to_string(m.bytes);
   o.bytes = bytes;
@@ -156,22 +192,26 @@ std::vector<PublishedResult> predict_published(const std::string& index_path) {
     throw ConfigError(index_path, fmt::format("invalid JSON ({})", e.what()), "the corpus index");
   }
   std::vector<PublishedResult> out;
+  if (!index.is_object() || !index.contains("files") || !index.at("files").is_array()) {
+    throw ConfigError(index_path + ": /files", "missing or not an array", "the corpus index's list of files");
+  }
   const auto& files = index.at("files");
   for (std::size_t i = 0; i < files.size(); ++i) {
     const auto& e = files[i];
     const std::string where = fmt::format("{}: /files/{}", index_path, i);
-    const std::string file = e.at("file").get<std::string>();
-    const std::string format = e.at("format").get<std::string>();
+    if (!e.is_object()) throw ConfigError(where, e.dump(), "an object describing one file");
+    const std::string file = string_member(e, "file", where);
+    const std::string format = string_member(e, "format", where);
     PublishedResult base;
     base.file = file;
-    base.collective = e.at("collective").get<std::string>();
-    base.ranks = e.at("ranks").is_number_integer() ? e.at("ranks").get<int>() : 0;
+    base.collective = string_member(e, "collective", where);
+    base.ranks = ranks_member(e, format, where);
     auto skip = [&](const std::string& why) {
       base.skipped = why;
       out.push_back(base);
     };
     if (e.contains("exclude_from_accuracy")) {
-      skip(e.at("exclude_from_accuracy").get<std::string>());
+      skip(string_member(e, "exclude_from_accuracy", where));
       continue;
     }
     if (format == "osu") {
@@ -179,7 +219,7 @@ std::vector<PublishedResult> predict_published(const std::string& index_path) {
       continue;
     }
     if (!e.contains("preset") && !e.contains("topology")) {
-      skip(e.value("no_preset", std::string("no preset or topology for this system")));
+      skip(e.contains("no_preset") ? string_member(e, "no_preset", where) : std::string("no preset or topology for this system"));
       continue;
     }
     const std::string path = (dir / file).string();

@@ -6,9 +6,12 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "analysis/validation/published.hpp"
+#include "sim/error.hpp"
 
 using namespace shardsim;
 
@@ -47,4 +50,52 @@ TEST_CASE("published nccl-tests tables: predicted by collective --algorithm auto
     }
     CHECK(std::fabs(f.largest) <= 0.25);
   }
+}
+
+namespace {
+// Writes `text` as an index.json in a fresh directory under the system's temp directory and
+// returns what predict_published throws for it ("" when it does not throw ConfigError).
+// A one-row busbw CSV "x.csv" is written next to it.
+std::string index_error(const std::string& name, const std::string& text) {
+  const auto dir = std::filesystem::temp_directory_path() / ("shardsim_published_" + name);
+  std::filesystem::create_directories(dir);
+  const auto path = (dir / "index.json").string();
+  std::ofstream(path) << text;
+  std::ofstream((dir / "x.csv").string()) << "size_bytes,busbw_GBps\n1073741824,400\n";
+  try {
+    (void)validation::predict_published(path);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("a malformed corpus index is a ConfigError naming the JSON path, not an internal error") {
+  auto has = [](const std::string& what, const std::string& part) { return what.find(part) != std::string::npos; };
+  const auto no_files = index_error("no_files", R"({"entries": []})");
+  CHECK(has(no_files, "index.json: /files"));
+  const auto no_file = index_error("no_file", R"({"files": [{"format": "nccl-tests", "collective": "allreduce", "ranks": 8}]})");
+  CHECK(has(no_file, "/files/0/file: missing"));
+  const auto bad_ranks = index_error(
+      "bad_ranks", R"({"files": [{"file": "x.txt", "format": "nccl-tests", "collective": "allreduce", "ranks": "eight"}]})");
+  CHECK(has(bad_ranks, "/files/0/ranks: \"eight\"; expected an integer rank count of at least 2"));
+  const auto bad_preset = index_error(
+      "bad_preset", R"({"files": [{"file": "x.csv", "format": "csv-busbw", "collective": "allreduce", "ranks": 8, "preset": 8}]})");
+  CHECK(has(bad_preset, "/files/0/preset: 8; expected a string"));
+  const auto bad_topology = index_error("bad_topology", R"({"files": [{"file": "x.csv", "format": "csv-busbw", "collective": "allreduce",)"
+                                                        R"( "ranks": 8, "topology": "dgx-h100-8"}]})");
+  CHECK(has(bad_topology, "/files/0/topology: \"dgx-h100-8\"; expected a topology JSON object"));
+  const auto bad_flag = index_error("bad_flag", R"({"files": [{"file": "x.csv", "format": "csv-busbw", "collective": "allreduce",)"
+                                                R"( "ranks": 8, "preset": "gb200-nvl72", "model_ranks_first": "yes"}]})");
+  CHECK(has(bad_flag, "/files/0/model_ranks_first: \"yes\"; expected true or false"));
+  // The same entry, well formed, predicts (the helper's CSV is valid).
+  CHECK(index_error("good", R"({"files": [{"file": "x.csv", "format": "csv-busbw", "collective": "allreduce",)"
+                            R"( "ranks": 8, "preset": "dgx-h100-8"}]})") == "");
+  const auto bad_first = index_error("bad_first", R"({"files": [{"file": "x.csv", "format": "csv-busbw", "collective": "allreduce",)"
+                                                  R"( "ranks": 8, "exclude_from_accuracy": 1}]})");
+  CHECK(has(bad_first, "/files/0/exclude_from_accuracy: 1; expected a string"));
+  const auto list_ranks = index_error(
+      "list_ranks", R"({"files": [{"file": "x.txt", "format": "nccl-tests", "collective": "allreduce", "ranks": [16, 32]}]})");
+  CHECK(has(list_ranks, "/files/0/ranks: [16,32]; expected an integer rank count"));
 }
