@@ -64,18 +64,30 @@ double number(const std::string& s, const std::string& where) {
   }
 }
 
-// CSV rows as maps header -> cell.
-std::vector<std::vector<std::string>> csv_rows(const std::string& text, std::vector<std::string>& header) {
+// A measured quantity (size, bandwidth): a number > 0.
+double positive(const std::string& s, const std::string& where) {
+  const double v = number(s, where);
+  if (!(v > 0) || !std::isfinite(v)) throw ConfigError(where, fmt::format("'{}'", s), "a positive number");
+  return v;
+}
+
+// CSV rows (cells in the header's order); a row whose cell count differs from the header's is
+// a ConfigError naming the file's line.
+std::vector<std::vector<std::string>> csv_rows(const std::string& text, std::vector<std::string>& header,
+                                               const std::string& where) {
   std::vector<std::vector<std::string>> rows;
   std::istringstream in(text);
   std::string line;
   bool first = true;
-  while (std::getline(in, line)) {
+  for (int lineno = 1; std::getline(in, line); ++lineno) {
     if (line.empty() || line == "\r") continue;
     auto cells = split_csv(line);
     if (first) {
       header = cells;
       first = false;
+    } else if (cells.size() != header.size()) {
+      throw ConfigError(fmt::format("{}: line {}", where, lineno), fmt::format("{} cells", cells.size()),
+                        fmt::format("{} (the header's)", header.size()));
     } else {
       rows.push_back(std::move(cells));
     }
@@ -132,6 +144,7 @@ double median(std::vector<double> v) {
 
 void predict_file(PublishedResult& res, const nlohmann::json& entry, const std::vector<Measured>& meas,
                   const std::string& where) {
+  if (meas.empty()) throw ConfigError(where, "no measured row in " + res.file, "at least one row of measurements");
   cli::CollectiveOptions o;
   if (entry.contains("preset")) {
     std::string p = string_member(entry, "preset", where);
@@ -234,14 +247,14 @@ std::vector<PublishedResult> predict_published(const std::string& index_path) {
       out.push_back(std::move(base));
     } else if (format == "csv-busbw") {
       std::vector<std::string> header;
-      const auto rows = csv_rows(read_text(path, where), header);
+      const auto rows = csv_rows(read_text(path, where), header, where + " (" + file + ")");
       const auto cb = column(header, "size_bytes", where), cw = column(header, "busbw_GBps", where);
       const auto kind = coll::op_from_string(base.collective, where);
       std::vector<Measured> meas;
       for (const auto& r : rows) {
         Measured m;
-        m.bytes = static_cast<std::uint64_t>(number(r.at(cb), where));
-        m.busbw_GBps = number(r.at(cw), where);
+        m.bytes = static_cast<std::uint64_t>(positive(r.at(cb), where));
+        m.busbw_GBps = positive(r.at(cw), where);
         m.time_us = static_cast<double>(m.bytes) * coll::busbw_factor(kind, static_cast<std::size_t>(base.ranks)) /
                     (m.busbw_GBps * 1e3);
         meas.push_back(m);
@@ -250,7 +263,7 @@ std::vector<PublishedResult> predict_published(const std::string& index_path) {
       out.push_back(std::move(base));
     } else if (format == "csv-summary") {
       std::vector<std::string> header;
-      const auto rows = csv_rows(read_text(path, where), header);
+      const auto rows = csv_rows(read_text(path, where), header, where + " (" + file + ")");
       const auto cg = column(header, "GPUs", where), cs = column(header, "size(MB)", where);
       const auto cw = column(header, "in busbw(GB/s)", where), ca = column(header, "in algbw(GB/s)", where);
       std::vector<int> ranks;
@@ -266,9 +279,9 @@ std::vector<PublishedResult> predict_published(const std::string& index_path) {
         for (const auto& r : rows) {
           if (static_cast<int>(number(r.at(cg), where)) != g) continue;
           Measured m;
-          m.bytes = static_cast<std::uint64_t>(number(r.at(cs), where)) << 20;  // nccl-tests M = MiB
-          m.busbw_GBps = number(r.at(cw), where);
-          m.time_us = static_cast<double>(m.bytes) / (number(r.at(ca), where) * 1e3);
+          m.bytes = static_cast<std::uint64_t>(positive(r.at(cs), where)) << 20;  // nccl-tests M = MiB
+          m.busbw_GBps = positive(r.at(cw), where);
+          m.time_us = static_cast<double>(m.bytes) / (positive(r.at(ca), where) * 1e3);
           meas.push_back(m);
         }
         predict_file(res, e, meas, where);

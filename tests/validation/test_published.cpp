@@ -89,6 +89,17 @@ TEST_CASE("a malformed corpus index is a ConfigError naming the JSON path, not a
   const auto bad_flag = index_error("bad_flag", R"({"files": [{"file": "x.csv", "format": "csv-busbw", "collective": "allreduce",)"
                                                 R"( "ranks": 8, "preset": "gb200-nvl72", "model_ranks_first": "yes"}]})");
   CHECK(has(bad_flag, "/files/0/model_ranks_first: \"yes\"; expected true or false"));
+  // CSV contents: a short row, a zero bandwidth, no row at all.
+  auto csv_error = [&](const std::string& name, const std::string& csv) {
+    const auto dir = std::filesystem::temp_directory_path() / ("shardsim_published_" + name);
+    std::filesystem::create_directories(dir);
+    std::ofstream((dir / "y.csv").string()) << csv;
+    return index_error(name, R"({"files": [{"file": "y.csv", "format": "csv-busbw", "collective": "allreduce",)"
+                             R"( "ranks": 8, "preset": "dgx-h100-8"}]})");
+  };
+  CHECK(has(csv_error("short_row", "size_bytes,busbw_GBps\n1024,1\n2048\n"), "(y.csv): line 3: 1 cells; expected 2"));
+  CHECK(has(csv_error("zero_bw", "size_bytes,busbw_GBps\n1024,0\n"), "'0'; expected a positive number"));
+  CHECK(has(csv_error("no_row", "size_bytes,busbw_GBps\n"), "no measured row in y.csv"));
   // The same entry, well formed, predicts (the helper's CSV is valid).
   CHECK(index_error("good", R"({"files": [{"file": "x.csv", "format": "csv-busbw", "collective": "allreduce",)"
                             R"( "ranks": 8, "preset": "dgx-h100-8"}]})") == "");
