@@ -11,6 +11,8 @@
 #include <fstream>
 #include <string>
 
+#include <unistd.h>
+
 #include "analysis/validation/published.hpp"
 #include "sim/error.hpp"
 
@@ -74,21 +76,27 @@ TEST_CASE("OCI's RoCE fabrics are read as Ethernet: the 2-rack GB300 all-to-all 
 }
 
 namespace {
+// A directory of its own per test process (the normal and the ASan build may run at once).
+std::filesystem::path scratch_dir(const std::string& name) {
+  return std::filesystem::temp_directory_path() / fmt::format("shardsim_published_{}_{}", ::getpid(), name);
+}
 // Writes `text` as an index.json in a fresh directory under the system's temp directory and
 // returns what predict_published throws for it ("" when it does not throw ConfigError).
 // A one-row busbw CSV "x.csv" is written next to it.
 std::string index_error(const std::string& name, const std::string& text) {
-  const auto dir = std::filesystem::temp_directory_path() / ("shardsim_published_" + name);
+  const auto dir = scratch_dir(name);
   std::filesystem::create_directories(dir);
   const auto path = (dir / "index.json").string();
   std::ofstream(path) << text;
   std::ofstream((dir / "x.csv").string()) << "size_bytes,busbw_GBps\n1073741824,400\n";
+  std::string what;
   try {
     (void)validation::predict_published(path);
   } catch (const ConfigError& e) {
-    return e.what();
+    what = e.what();
   }
-  return "";
+  std::filesystem::remove_all(dir);
+  return what;
 }
 }  // namespace
 
@@ -112,7 +120,7 @@ TEST_CASE("a malformed corpus index is a ConfigError naming the JSON path, not a
   CHECK(has(bad_flag, "/files/0/model_ranks_first: \"yes\"; expected true or false"));
   // CSV contents: a short row, a zero bandwidth, no row at all.
   auto csv_error = [&](const std::string& name, const std::string& csv) {
-    const auto dir = std::filesystem::temp_directory_path() / ("shardsim_published_" + name);
+    const auto dir = scratch_dir(name);
     std::filesystem::create_directories(dir);
     std::ofstream((dir / "y.csv").string()) << csv;
     return index_error(name, R"({"files": [{"file": "y.csv", "format": "csv-busbw", "collective": "allreduce",)"
