@@ -67,18 +67,30 @@ double number(const std::string& s, const std::string& where) {
   }
 }
 
-// CSV rows as maps header -> cell.
-std::vector<std::vector<std::string>> csv_rows(const std::string& text, std::vector<std::string>& header) {
+// A measured quantity (size, bandwidth): a number > 0.
+double positive(const std::string& s, const std::string& where) {
+  const double v = number(s, where);
+  if (!(v > 0) || !std::isfinite(v)) throw ConfigError(where, fmt::format("'{}'", s), "a positive number");
+  return v;
+}
+
+// CSV rows (cells in the header's order); a row whose cell count differs from the header's is
+// a ConfigError naming the file's line.
+std::vector<std::vector<std::string>> csv_rows(const std::string& text, std::vector<std::string>& header,
+                                               const std::string& where) {
   std::vector<std::vector<std::string>> rows;
   std::istringstream in(text);
   std::string line;
   bool first = true;
-  while (std::getline(in, line)) {
+  for (int lineno = 1; std::getline(in, line); ++lineno) {
     if (line.empty() || line == "\r") continue;
     auto cells = split_csv(line);
     if (first) {
       header = cells;
       first = false;
+    } else if (cells.size() != header.size()) {
+      throw ConfigError(fmt::format("{}: line {}", where, lineno), fmt::format("{} cells", cells.size()),
+                        fmt::format("{} (the header's)", header.size()));
     } else {
       rows.push_back(std::move(cells));
     }
@@ -92,6 +104,40 @@ std::size_t column(const std::vector<std::string>& header, const std::string& na
   return static_cast<std::size_t>(it - header.begin());
 }
 
+// index.json members, checked: a missing key or a value of the wrong type is a ConfigError
+// naming its JSON path (`where` is the entry's, "index.json: /files/3").
+const nlohmann::json& member(const nlohmann::json& e, const char* key, const std::string& where) {
+  if (!e.contains(key)) throw ConfigError(fmt::format("{}/{}", where, key), "missing", "a value (the corpus index layout)");
+  return e.at(key);
+}
+std::string string_member(const nlohmann::json& e, const char* key, const std::string& where) {
+  const auto& v = member(e, key, where);
+  if (!v.is_string()) throw ConfigError(fmt::format("{}/{}", where, key), v.dump(), "a string");
+  return v.get<std::string>();
+}
+bool bool_member(const nlohmann::json& e, const char* key, const std::string& where) {
+  if (!e.contains(key)) return false;
+  const auto& v = e.at(key);
+  if (!v.is_boolean()) throw ConfigError(fmt::format("{}/{}", where, key), v.dump(), "true or false");
+  return v.get<bool>();
+}
+// "ranks": an integer >= 2; a csv-summary may list several (one per node count).
+int ranks_member(const nlohmann::json& e, const std::string& format, const std::string& where) {
+  const auto& v = member(e, "ranks", where);
+  auto one = [&](const nlohmann::json& x) {
+    if (!x.is_number_integer() || x.get<long long>() < 2 || x.get<long long>() > (1 << 24)) {
+      throw ConfigError(fmt::format("{}/ranks", where), x.dump(), "an integer rank count of at least 2");
+    }
+    return x.get<int>();
+  };
+  if (v.is_array() && format == "csv-summary") {
+    if (v.empty()) throw ConfigError(fmt::format("{}/ranks", where), "[]", "the rank counts of the summary");
+    for (const auto& x : v) (void)one(x);
+    return 0;
+  }
+  return one(v);
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -101,18 +147,21 @@ double median(std::vector<double> v) {
 
 void predict_file(PublishedResult& res, const nlohmann::json& entry, const std::vector<Measured>& meas,
                   const std::string& where) {
+  if (meas.empty()) throw ConfigError(where, "no measured row in " + res.file, "at least one row of measurements");
   cli::CollectiveOptions o;
   if (entry.contains("preset")) {
-    std::string p = entry.at("preset").get<std::string>();
+    std::string p = string_member(entry, "preset", where);
     if (const auto at = p.find("{ranks}"); at != std::string::npos) p.replace(at, 7, std::to_string(res.ranks));
     o.topology = p;
   } else {
-    o.topology = entry.at("topology").dump();
+    const auto& t = member(entry, "topology", where);
+    if (!t.is_object()) throw ConfigError(where + "/topology", t.dump(), "a topology JSON object");
+    o.topology = t.dump();
   }
   o.op = res.collective;
   o.algorithm = "auto";
-  o.ranks = entry.value("model_ranks_first", false) ? res.ranks : 0;
-  if (entry.contains("nccl_algo")) o.nccl_algo = entry.at("nccl_algo").get<std::string>();
+  o.ranks = bool_member(entry, "model_ranks_first", where) ? res.ranks : 0;
+  if (entry.contains("nccl_algo")) o.nccl_algo = string_member(entry, "nccl_algo", where);
   std::string bytes;
   for (const auto& m : meas) bytes += (bytes.empty() ? "" : ",") + std::to_string(m.bytes);
   o.bytes = bytes;
@@ -169,17 +218,17 @@ std::vector<MeasuredSet> read_nccl_tests(const std::string& path, const std::str
   return {set};
 }
 
-std::vector<MeasuredSet> read_csv_busbw(const std::string& path, const std::string& /*file*/, int ranks,
+std::vector<MeasuredSet> read_csv_busbw(const std::string& path, const std::string& file, int ranks,
                                         const std::string& collective, const std::string& where) {
   std::vector<std::string> header;
-  const auto rows = csv_rows(read_text(path, where), header);
+  const auto rows = csv_rows(read_text(path, where), header, where + " (" + file + ")");
   const auto cb = column(header, "size_bytes", where), cw = column(header, "busbw_GBps", where);
   const auto kind = coll::op_from_string(collective, where);
   MeasuredSet set{ranks, {}, {}};
   for (const auto& r : rows) {
     Measured m;
-    m.bytes = static_cast<std::uint64_t>(number(r.at(cb), where));
-    m.busbw_GBps = number(r.at(cw), where);
+    m.bytes = static_cast<std::uint64_t>(positive(r.at(cb), where));
+    m.busbw_GBps = positive(r.at(cw), where);
     m.time_us = static_cast<double>(m.bytes) * coll::busbw_factor(kind, static_cast<std::size_t>(ranks)) /
                 (m.busbw_GBps * 1e3);
     set.points.push_back(m);
@@ -190,7 +239,7 @@ std::vector<MeasuredSet> read_csv_busbw(const std::string& path, const std::stri
 std::vector<MeasuredSet> read_csv_summary(const std::string& path, const std::string& file, int /*ranks*/,
                                           const std::string& /*collective*/, const std::string& where) {
   std::vector<std::string> header;
-  const auto rows = csv_rows(read_text(path, where), header);
+  const auto rows = csv_rows(read_text(path, where), header, where + " (" + file + ")");
   const auto cg = column(header, "GPUs", where), cs = column(header, "size(MB)", where);
   const auto cw = column(header, "in busbw(GB/s)", where), ca = column(header, "in algbw(GB/s)", where);
   std::vector<MeasuredSet> sets;
@@ -202,9 +251,9 @@ std::vector<MeasuredSet> read_csv_summary(const std::string& path, const std::st
       it = sets.end() - 1;
     }
     Measured m;
-    m.bytes = static_cast<std::uint64_t>(number(r.at(cs), where)) << 20;  // nccl-tests M = MiB
-    m.busbw_GBps = number(r.at(cw), where);
-    m.time_us = static_cast<double>(m.bytes) / (number(r.at(ca), where) * 1e3);
+    m.bytes = static_cast<std::uint64_t>(positive(r.at(cs), where)) << 20;  // nccl-tests M = MiB
+    m.busbw_GBps = positive(r.at(cw), where);
+    m.time_us = static_cast<double>(m.bytes) / (positive(r.at(ca), where) * 1e3);
     it->points.push_back(m);
   }
   return sets;
@@ -242,23 +291,27 @@ std::vector<PublishedResult> predict_published(const std::string& index_path) {
     throw ConfigError(index_path, fmt::format("invalid JSON ({})", e.what()), "the corpus index");
   }
   std::vector<PublishedResult> out;
+  if (!index.is_object() || !index.contains("files") || !index.at("files").is_array()) {
+    throw ConfigError(index_path + ": /files", "missing or not an array", "the corpus index's list of files");
+  }
   const auto& files = index.at("files");
   for (std::size_t i = 0; i < files.size(); ++i) {
     const auto& e = files[i];
     const std::string where = fmt::format("{}: /files/{}", index_path, i);
-    const std::string file = e.at("file").get<std::string>();
-    const std::string format = e.at("format").get<std::string>();
+    if (!e.is_object()) throw ConfigError(where, e.dump(), "an object describing one file");
+    const std::string file = string_member(e, "file", where);
+    const std::string format = string_member(e, "format", where);
     PublishedResult base;
     base.file = file;
-    base.collective = e.at("collective").get<std::string>();
-    base.ranks = e.at("ranks").is_number_integer() ? e.at("ranks").get<int>() : 0;
+    base.collective = string_member(e, "collective", where);
+    base.ranks = ranks_member(e, format, where);
     auto skip = [&](const std::string& why) {
       base.skipped = why;
       out.push_back(base);
     };
     const Format& fmt_entry = format_named(format, where);
     if (e.contains("exclude_from_accuracy")) {
-      skip(e.at("exclude_from_accuracy").get<std::string>());
+      skip(string_member(e, "exclude_from_accuracy", where));
       continue;
     }
     if (fmt_entry.read == nullptr) {
@@ -266,7 +319,7 @@ std::vector<PublishedResult> predict_published(const std::string& index_path) {
       continue;
     }
     if (!e.contains("preset") && !e.contains("topology")) {
-      skip(e.value("no_preset", std::string("no preset or topology for this system")));
+      skip(e.contains("no_preset") ? string_member(e, "no_preset", where) : std::string("no preset or topology for this system"));
       continue;
     }
     for (auto& set : fmt_entry.read((dir / file).string(), file, base.ranks, base.collective, where)) {

@@ -436,3 +436,36 @@ TEST_CASE("Tree across 2 H100 nodes at the two fidelities: the chain's 2 (g-1)/g
   CHECK(a->pred.bandwidth_s / (2 * Sd / (0.92 * nvlink_Bps)) == doctest::Approx(1.0).epsilon(1e-6).scale(0));
   CHECK(a->pred.bandwidth_s / chain_s == doctest::Approx(g / (g - 1) / 0.92).epsilon(1e-6).scale(0));
 }
+
+TEST_CASE("all-to-all: grouped send/recv, the NVLink share and the network share of a rank's bytes, the slower bounds") {
+  // nccl_model.hpp: time = baseLat Ring/Simple 8.4 + hwLat (NVLink 3.4 on one node, NET 14
+  // across nodes) + max(S (g-1)/n over the rank's NVLink at NCCL's 20.6 GB/s x 18, S (n-g)/n
+  // over the rank's own NIC(s)); nccl-tests' alltoall busbw = S / t x (n-1)/n (nccl-tests#130).
+  const std::uint64_t S = 8ull << 30;
+  const double nvl = 18 * 20.6e9;
+  const double nic = 50e9 * kIbEff;  // one 400 Gb/s NIC per H100 (dgx-h100 preset)
+  SUBCASE("one node: NVLink only") {
+    const auto t = topo::make_topology("dgx-h100-8", "t");
+    const auto p = nccl_predict(t, op_of(OpKind::alltoall, 8, S));
+    CHECK(p.name == "p2p/Simple");
+    CHECK(p.schedule == "direct");
+    const double want = (8.4 + 3.4) * 1e-6 + static_cast<double>(S) * 7.0 / 8.0 / nvl;
+    CHECK(p.time_s == doctest::Approx(want).epsilon(1e-12).scale(0));
+  }
+  SUBCASE("N nodes: the network share binds; busbw -> N/(N-1) x one GPU's NIC (nccl-tests#130)") {
+    for (const int nodes : {2, 4}) {
+      const auto t = topo::make_topology(nodes == 2 ? "dgx-h100-16" : "dgx-h100-32", "t");
+      const int n = 8 * nodes;
+      const auto p = nccl_predict(t, op_of(OpKind::alltoall, static_cast<std::size_t>(n), S));
+      const double inter = static_cast<double>(S) * (n - 8) / n / nic;
+      const double intra = static_cast<double>(S) * 7.0 / n / nvl;
+      CHECK(inter > intra);
+      CHECK(p.time_s == doctest::Approx((8.4 + 14.0) * 1e-6 + inter).epsilon(1e-12).scale(0));
+      // Bandwidth term only: busbw = S / inter x (n-1)/n = N/(N-1) x nic x (n-1)/n. The
+      // rank's own NIC, not the node's 8 (nccl-tests#267: a GPU's all-to-all does not use the
+      // other GPUs' NICs): with the node's NIC sum it would be 8 x this.
+      const double busbw = static_cast<double>(S) / p.bandwidth_s * (n - 1) / n;
+      CHECK(busbw == doctest::Approx(nodes / (nodes - 1.0) * nic * (n - 1) / n).epsilon(1e-12).scale(0));
+    }
+  }
+}
