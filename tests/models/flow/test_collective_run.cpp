@@ -82,9 +82,6 @@ double route_latency(const topo::Topology& t, int a, int b) {
   return t.route(t.device(static_cast<std::size_t>(a)), t.device(static_cast<std::size_t>(b))).latency_s;
 }
 
-// Flow finish times round up to the picosecond (FlowNetwork), once per step.
-constexpr double kPs = 1e-12;
-
 }  // namespace
 
 TEST_CASE("one run on a shared pair gives evaluate_flow's time, events and transfers") {
