@@ -182,10 +182,10 @@ TEST_CASE("Llama-3.1 405B (config.json) on dgx-h100-1024: tp 8, pp 8 across node
 
 TEST_CASE("Llama-3.1 405B on Meta's 16K-H100 RoCE cluster: tp inside the node, pp across nodes") {
   // Llama 3 paper (arXiv 2407.21783) Table 4: 16,384 H100, seq 8192, 16M tokens per batch:
-  // TP 8, CP 1, PP 16, DP 128. The planner picks dp=8,tp=8,pp=32,cp=8, gpipe (5.110 s, by the
-  // tie rule; the fastest alone is a tp 4 layout; the CLI once picked tp=8 because it ran its
-  // GEMMs without tiles, a static-initialisation bug now covered by the executable-vs-library
-  // case above). Checked: tp inside the node, deep pp.
+  // TP 8, CP 1, PP 16, DP 128. The planner picks dp=8,tp=8,pp=32,cp=8, gpipe (5.110 s, the
+  // fastest itself on this build; dp=16,tp=4,pp=32,cp=8 is 1.2 % slower; the CLI once picked
+  // tp=8 because it ran its GEMMs without tiles, a static-initialisation bug now covered by the
+  // executable-vs-library case above). Checked: tp inside the node, deep pp.
   MeshPlanRequest r;
   r.plan.model = kModels + "llama-3-405b/config.json";
   r.plan.seq = 8192;
