@@ -263,11 +263,17 @@ TEST_CASE("mesh plan: bad input names the flag") {
   r.plan.hardware = {"tpu-v3-1024"};
   CHECK_THROWS_WITH(make_mesh_plan(r), "--tokens/--steps: neither; expected exactly one of --tokens and --steps");
   r.plan.steps = 1;
-  r.plan.strategies = {"hsdp"};
   r.plan.strategies = {};
   r.tie_margin = -0.01;
   CHECK_THROWS_WITH(make_mesh_plan(r), "--tie-margin: -0.01; expected a fraction of the fastest step in [0, 0.5) (0.01: 1 %)");
   r.tie_margin = 0.01;
   r.plan.strategies = {"hsdp"};
   CHECK_THROWS_WITH(make_mesh_plan(r), "--shard-group: missing for --strategy hsdp; expected the size k of the groups that shard (zero3) inside");
+  // The CLI: exit 2 naming the flag.
+  const auto neg = shardsim::testing::run_shardsim("plan --model gpt3-1.3b --steps 1 --global-batch 64 --hardware dgx-h100-64 --tie-margin 0.7");
+  CHECK(neg.status == 2);
+  CHECK(neg.out.find("--tie-margin: 0.7; expected a fraction of the fastest step in [0, 0.5)") != std::string::npos);
+  const auto dp = shardsim::testing::run_shardsim("plan --search dp --model gpt3-1.3b --steps 1 --global-batch 64 --hardware dgx-h100-64 --tie-margin 0.02");
+  CHECK(dp.status == 2);
+  CHECK(dp.out.find("--tie-margin: with --search dp; expected --search mesh") != std::string::npos);
 }
