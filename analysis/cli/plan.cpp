@@ -9,6 +9,7 @@
 #include <cmath>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "analysis/cli/command.hpp"
 #include "analysis/output/table.hpp"
@@ -36,6 +37,7 @@ struct PlanCliOptions {
   std::string storage_bw, read_bw, restart = "10min", interval, goodput_csv;
   std::uint32_t per_host = 8;
   std::string search = "auto", micro_batches;  // issue 13: the mesh search (mesh_plan.hpp)
+  std::optional<double> tie_margin;
 };
 
 // Goodput under failures of each Pareto candidate: checkpoint = the model state (weights and
@@ -122,6 +124,7 @@ void run_mesh_plan(PlanCliOptions& o) {
       r.micro_batches.push_back(static_cast<std::uint64_t>(units::parse_count(m, "--micro-batches")));
     }
   }
+  if (o.tie_margin) r.tie_margin = *o.tie_margin;
   const auto p = plan::make_mesh_plan(r);
   if (p.pareto.empty()) exit_status() = 3;
   if (o.json) {
@@ -144,6 +147,10 @@ void run_mesh_plan(PlanCliOptions& o) {
     }
     fmt::print("Pareto set over (time to train, devices, cost): {} of {} simulated configurations\n{}", p.pareto.size(),
                p.feasible.size(), t.str());
+    for (auto i : p.pareto) {
+      const auto& c = p.feasible[i];
+      if (!c.tie_of.empty()) fmt::print("{} on {}: {}\n", c.mesh, c.hardware, c.tie_of);
+    }
   }
   if (!p.rejected.empty()) {
     fmt::print("\nRejected, by cause:\n");
@@ -180,6 +187,7 @@ void run_plan(PlanCliOptions& o) {
     return;
   }
   if (!o.micro_batches.empty()) throw ConfigError("--micro-batches", "with --search dp", "--search mesh");
+  if (o.tie_margin) throw ConfigError("--tie-margin", "with --search dp", "--search mesh");
   if (!o.buckets.empty()) {
     r.bucket_bytes.clear();
     for (const auto& b : split(o.buckets)) r.bucket_bytes.push_back(units::parse_bytes(b, "--buckets"));
@@ -273,6 +281,9 @@ void setup_plan(CLI::App& root) {
                   "group; mesh every dp x tp x pp x cp x ep factorization with micro-batch, schedule, recompute and "
                   "strategy (auto: mesh for a transformer)");
   sub->add_option("--micro-batches", o->micro_batches, "--search mesh: micro-batch sizes to search (default 1,2,4,8)");
+  sub->add_option("--tie-margin", o->tie_margin,
+                  "--search mesh: steps within this fraction of the fastest are ties, won by the largest tp "
+                  "(Narayanan et al. 2021; default 0.01, 0: the fastest)");
   sub->add_flag("--json", o->json, "Print JSON (config, steps, pareto, dominated, rejected)");
   sub->callback([o] { run_plan(*o); });
 }

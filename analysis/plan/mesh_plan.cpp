@@ -152,6 +152,25 @@ double zero3_stream_bound(const parallel::ModelSpec& model, const step::Parallel
   return best;
 }
 
+// The tie winner among feasible[first..] (one preset) and its fastest (header): of the
+// candidates within `margin` of the fastest step, the largest tp, then the least step, then the
+// first in search order.
+std::pair<std::size_t, std::size_t> tie_winner(const std::vector<MeshCandidate>& f, std::size_t first, double margin) {
+  std::size_t fastest = first;
+  for (std::size_t i = first; i < f.size(); ++i) {
+    if (f[i].step_time_s < f[fastest].step_time_s) fastest = i;
+  }
+  const double limit = f[fastest].step_time_s * (1 + margin);
+  std::size_t winner = fastest;
+  for (std::size_t i = first; i < f.size(); ++i) {
+    if (f[i].step_time_s > limit) continue;
+    const auto& a = f[i];
+    const auto& w = f[winner];
+    if (a.tp > w.tp || (a.tp == w.tp && a.step_time_s < w.step_time_s)) winner = i;
+  }
+  return {winner, fastest};
+}
+
 }  // namespace
 
 MeshPlanResult make_mesh_plan(const MeshPlanRequest& r) {
@@ -179,6 +198,9 @@ MeshPlanResult make_mesh_plan(const MeshPlanRequest& r) {
       throw ConfigError("--strategies", s, "one of " + text::join(names) + " for a mesh search");
     }
   }
+  if (!(r.tie_margin >= 0 && r.tie_margin < 0.5)) {
+    throw ConfigError("--tie-margin", fmt::format("{}", r.tie_margin), "a fraction of the fastest step in [0, 0.5) (0.01: 1 %)");
+  }
   const std::uint64_t max_cp = r.max_cp != 0 ? r.max_cp : (seq >= 8192 ? 8 : 1);
 
   MeshPlanResult out;
@@ -190,13 +212,18 @@ MeshPlanResult make_mesh_plan(const MeshPlanRequest& r) {
                 {"hardware", r.plan.hardware}, {"strategies", strategy_names}, {"micro_batches", r.micro_batches},
                 {"virtual_stages", r.virtual_stages}, {"max_devices", r.plan.max_devices}, {"max_cp", max_cp}, {"uneven_stages", r.uneven_stages},
                 {"optimizer", optimizer.name}, {"precision", opt::to_string(precision)}, {"fidelity", "analytical"},
-                {"search", "mesh"}};
+                {"search", "mesh"}, {"tie_margin", r.tie_margin}};
   if (r.plan.tokens) out.config["tokens"] = *r.plan.tokens;
   if (r.plan.deadline_s) out.config["deadline_s"] = *r.plan.deadline_s;
   if (r.plan.budget_usd) out.config["budget_usd"] = *r.plan.budget_usd;
   if (r.plan.price_per_device_hour) out.config["price_per_device_hour_usd"] = *r.plan.price_per_device_hour;
 
   Rejections rej;
+  // Per preset: the tie winner (header) and the fastest it stands in for, indices into feasible.
+  struct Tie {
+    std::size_t winner, fastest, first, end;  // end: one past the preset's last candidate
+  };
+  std::vector<Tie> ties;
   parallel::FactorConstraints fc;
   fc.heads = model.heads;
   fc.kv_heads = model.kv_heads;
@@ -350,6 +377,9 @@ MeshPlanResult make_mesh_plan(const MeshPlanRequest& r) {
       std::vector<char> refined(pending.size(), 0);
       for (std::size_t i = 0; i < pending.size(); ++i) queue.emplace(pending[i].bound_s, i);
       std::optional<double> best;
+      // Pruning keeps every candidate that may tie with the fastest (header).
+      auto beyond_ties = [&](double bound) { return best && bound > *best * (1 + r.tie_margin); };
+      const std::size_t first = out.feasible.size();
       while (!queue.empty()) {
         const std::size_t idx = queue.top().second;
         queue.pop();
@@ -359,13 +389,13 @@ MeshPlanResult make_mesh_plan(const MeshPlanRequest& r) {
           refined[idx] = 1;
           pd.bound_s = std::max(pd.bound_s, zero3_stream_bound(*c.model, c, parallel::Mesh(c.mesh), comm,
                                                                parallel::stage_layers(c.model->layers, c.mesh.pp), pd.m));
-          if (!r.prune_by_bound || !best || pd.bound_s <= *best) {
+          if (!r.prune_by_bound || !beyond_ties(pd.bound_s)) {
             queue.emplace(pd.bound_s, idx);
             continue;
           }
         }
         const std::string what = describe(c.mesh, c.micro_batch, c.schedule, c.strategy.str().c_str());
-        if (r.prune_by_bound && best && pd.bound_s > *best) {
+        if (r.prune_by_bound && beyond_ties(pd.bound_s)) {
           rej.add("slower than the fastest found (compute lower bound above its step time)",
                   fmt::format("{} on {}: bound {:.4g} s > {:.4g} s", what, name, pd.bound_s, *best));
           continue;
@@ -411,13 +441,46 @@ MeshPlanResult make_mesh_plan(const MeshPlanRequest& r) {
         if (!best || mc.step_time_s < *best) best = mc.step_time_s;
         out.feasible.push_back(std::move(mc));
       }
+      if (out.feasible.size() > first) {
+        const auto [winner, fastest] = tie_winner(out.feasible, first, r.tie_margin);
+        ties.push_back({winner, fastest, first, out.feasible.size()});
+      }
     }
   }
 
+  // Pareto set over (time to train, devices, cost); each preset's tie winner stands in for its
+  // fastest with the fastest's objectives, the other ties are left out (each is dominated by the
+  // fastest of the same preset anyway: same devices, cost proportional to time).
   std::vector<Objectives> obj;
-  for (const auto& c : out.feasible) obj.push_back({c.time_to_train_s, d(c.devices), c.cost_usd.value_or(0.0)});
-  out.pareto = pareto_front(obj);
-  for (const auto i : out.pareto) out.feasible[i].pareto = true;
+  std::vector<std::size_t> index;
+  std::vector<char> left_out(out.feasible.size(), 0);
+  std::map<std::size_t, std::size_t> stands_for;  // winner -> fastest
+  for (const auto& t : ties) {
+    stands_for[t.winner] = t.fastest;
+    const double limit = out.feasible[t.fastest].step_time_s * (1 + r.tie_margin);
+    for (std::size_t i = t.first; i < t.end; ++i) {
+      if (i != t.winner && out.feasible[i].step_time_s <= limit) left_out[i] = 1;
+    }
+  }
+  for (std::size_t i = 0; i < out.feasible.size(); ++i) {
+    if (left_out[i]) continue;
+    const auto it = stands_for.find(i);
+    const auto& c = out.feasible[it == stands_for.end() ? i : it->second];
+    obj.push_back({c.time_to_train_s, d(c.devices), c.cost_usd.value_or(0.0)});
+    index.push_back(i);
+  }
+  for (const auto k : pareto_front(obj)) {
+    const std::size_t i = index[k];
+    out.pareto.push_back(i);
+    auto& c = out.feasible[i];
+    c.pareto = true;
+    const auto it = stands_for.find(i);
+    if (it != stands_for.end() && it->second != i) {
+      const auto& f = out.feasible[it->second];
+      c.tie_of = fmt::format("within {:g} % of the fastest, {} {} {:.4g} s: the larger tp (Narayanan et al. 2021, takeaway #1)",
+                             100 * r.tie_margin, f.mesh, f.schedule, f.step_time_s);
+    }
+  }
   out.rejected = rej.take();
   return out;
 }
@@ -433,6 +496,7 @@ nlohmann::json to_json(const MeshPlanResult& p) {
                         {"ep_alltoall_s", c.ep_alltoall_s}, {"memory_peak_bytes", c.memory_peak_bytes},
                         {"hbm_bytes", c.hbm_bytes}, {"pareto", c.pareto}};
     if (c.cost_usd) j["cost_usd"] = *c.cost_usd;
+    if (!c.tie_of.empty()) j["tie_of"] = c.tie_of;
     return j;
   };
   nlohmann::json pareto = nlohmann::json::array(), other = nlohmann::json::array(), rejected = nlohmann::json::array();
