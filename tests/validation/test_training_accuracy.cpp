@@ -93,11 +93,11 @@ Run simulate(const json& r, bool checkpointing) {
   if (accum == 0) accum = r.at("global_batch_sequences").get<std::uint64_t>() / (gpus * mb);
   const auto w = trace::to_workload(zoo::transformer_trace(m.at("name").get<std::string>(), config_of(m), mb, seq));
   const bool h100 = gpu.rfind("H100", 0) == 0;
-  compute::Device dev = compute::find_device(h100 ? "h100" : (gpu.find("40GB") != std::string::npos ? "a100-40gb" : "a100-80gb"), "t");
-  if (gpu.find("96GB-HBM2e") != std::string::npos) {
-    dev.hbm_bytes = 96ULL << 30;
-    dev.hbm_Bps = 2.4e12;
-  }
+  // torchtitan's H100s: 96 GB HBM2e parts at 500 W (the record's gpu_type, its SOURCE).
+  const char* preset = !h100 ? (gpu.find("40GB") != std::string::npos ? "a100-40gb" : "a100-80gb")
+                       : gpu.find("96GB-HBM2e") != std::string::npos ? "h100-hbm2e-500w"
+                                                                      : "h100";
+  const compute::Device& dev = compute::find_device(preset, "t");
   const auto topo = topo::make_topology(fmt::format("{}-{}", h100 ? "dgx-h100" : "dgx-a100", gpus), "t");
   step::TopologyComm comm(topo, step::Fidelity::analytical);
   step::StepConfig c;
