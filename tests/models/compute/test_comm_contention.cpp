@@ -30,7 +30,7 @@ namespace {
 constexpr std::int64_t kS = 1'000'000'000'000;  // picoseconds per second
 Time ps(std::int64_t v) { return Time::from_ps(v); }
 // units 3, comm units 1: a contended node does 2 of 3 units of work per picosecond (f = 1.5).
-const step::CommContention kThird{3, 1};
+const step::CommContention kThird{3, 1, {}};
 
 }  // namespace
 
@@ -47,9 +47,9 @@ TEST_CASE("comm_slowdown: SMs over the SMs NCCL's channels leave") {
   CHECK(d.comm_slowdown() == 1.0);
   d.comm_units = d.compute_units;  // would leave no SM: treated as no model, not a division by 0
   CHECK(d.comm_slowdown() == 1.0);
-  CHECK_FALSE((step::CommContention{132, 132}.active()));
-  CHECK_FALSE((step::CommContention{0, 0}.active()));
-  CHECK((step::CommContention{132, 32}.active()));
+  CHECK_FALSE((step::CommContention{132, 132, {}}.active()));
+  CHECK_FALSE((step::CommContention{0, 0, {}}.active()));
+  CHECK((step::CommContention{132, 32, {}}.active()));
 }
 
 TEST_CASE("contended_end: the closed forms of the rate rule") {
