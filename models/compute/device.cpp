@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -229,6 +230,37 @@ std::vector<Device> make_presets() {
       "32 NCCL channels on HGX H100 NVSwitch (NCCL MAXCHANNELS; DGX H100 INIT log, NVIDIA/nccl#1259)";
   v.back().comm_units = 32;
   v.back().comm_units_source = h100_comm;
+  // The H100 SXM part Meta's Grand Teton hosts carry, as torchtitan's H100 benchmarks ran it
+  // (pytorch/torchtitan docs/performance.md @ eaea6f6: "96GB HBM2e with 2.4 TB/sec peak memory
+  // bandwidth", "the default 500W power limit"; its footnote 2: "the actual peak TFLOPs number is
+  // between SXM and NVL"). The same GH100 die and 132 SMs, so the SXM datasheet peaks; its
+  // sustained rates are the 700 W part's times the clock a 500 W limit holds. A saturated GEMM
+  // runs at the power limit, and dynamic power is P = a C V^2 f with the voltage scaled with the
+  // clock in the DVFS range, so P ~ f^3 and f(500 W) / f(700 W) = (500 / 700)^(1/3) = 0.894
+  // (the CMOS dynamic-power relation: Mittal & Vetter, "A Survey of Methods for Analyzing and
+  // Improving GPU Energy Efficiency", ACM Computing Surveys 47(2), 2014, sec. 2.1). This is a
+  // model, not a measurement of this part (none is published); it lies inside the bound the
+  // torchtitan footnote states: the H100 NVL (350-400 W) datasheet's BF16 1,671 TFLOPS with
+  // sparsity, 835.5 dense, is 0.844 of the SXM's 989.5 (NVIDIA H100 datasheet, NVL column).
+  {
+    // Computed here, not at namespace scope: std::cbrt is not constexpr, and make_presets() may
+    // run before this file's dynamic initialisation (see kCudaTiles).
+    const double at500w = std::cbrt(500.0 / 700.0);
+    Device d = v.back();
+    d.name = "h100-hbm2e-500w";
+    d.description = "NVIDIA H100 SXM 96GB HBM2e at a 500 W power limit (Grand Teton)";
+    d.hbm_bytes = 96 * GiB;
+    d.hbm_Bps = 2400 * GB;
+    d.source = "NVIDIA H100 datasheet (SXM) peaks; 96GB HBM2e, 2.4 TB/s, 500 W: pytorch/torchtitan docs/performance.md";
+    d.gemm_eff *= at500w;
+    d.attn_fwd_eff *= at500w;
+    d.attn_bwd_eff *= at500w;
+    d.compute_source = std::string(hopper_src) +
+                       "; x (500/700)^(1/3) = 0.894, the clock a 500 W limit holds if P ~ f^3 (dynamic CMOS power "
+                       "with voltage scaled with clock; Mittal & Vetter 2014), inside torchtitan's bound (NVL/SXM "
+                       "0.844 .. 1)";
+    v.push_back(std::move(d));
+  }
   // Same datasheet, PCIe: FP32 51 TF; TF32 756, BF16 1,513, FP8 3,026, INT8 3,026 TOPS with
   // sparsity -> dense half; 80GB HBM2e, 2.0 TB/s; 114 SMs (architecture whitepaper).
   v.push_back(gpu("h100-pcie", "NVIDIA H100 PCIe 80GB", 51 * T, 378 * T, 756.5 * T, 1513 * T, 1513 * T, 80 * GiB,

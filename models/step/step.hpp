@@ -96,6 +96,11 @@ struct StepConfig {
   /// PyTorch DDP default bucket_cap_mb = 25 (MiB; torch.nn.parallel.DistributedDataParallel).
   std::uint64_t bucket_bytes = 25ULL << 20;
   std::uint32_t grad_accum = 1;
+  /// Bytes per gradient element in the data-parallel reduction (all-reduce, reduce-scatter);
+  /// 0: the gradients' own (opt::grad_bytes). 4: bf16 gradients reduced in fp32, as FSDP's
+  /// MixedPrecision(reduce_dtype=torch.float32) does (composer's fsdp mixed_precision DEFAULT,
+  /// torchtitan's FSDP2 mixed_precision_reduce = "float32").
+  std::uint32_t reduce_bytes = 0;
   bool checkpointing = false;
   bool defer_allgather = true;      ///< sharded
   bool fusion = true;               ///< sharded: fuse small tensors into buffers

@@ -72,6 +72,7 @@ class StrategyBuilder {
     math_ = c.precision == opt::Precision::mixed ? compute::MathType::bf16 : compute::MathType::fp32;
     wb_ = opt::weight_bytes(c.precision);
     gb_ = opt::grad_bytes(c.precision);
+    rb_ = c.reduce_bytes == 0 ? gb_ : c.reduce_bytes;  // the reduction's element (StepConfig::reduce_bytes)
     k_ = c.shard_group == 0 ? c.dp : c.shard_group;
     all_ = p_.add_role(blocks_role("dp", c.dp, c.dp));
     prepare();
@@ -239,12 +240,12 @@ class StrategyBuilder {
   void issue_reduction(const Buffer& b, bool replicated, bool sharded, Role all, Role sub, Role cross) {
     const auto after = deps_of({last_compute_});
     if (replicated) {
-      issue(coll::OpKind::allreduce, double(b.actual) * gb_, all, after, "gradient bucket");
+      issue(coll::OpKind::allreduce, double(b.actual) * rb_, all, after, "gradient bucket");
       return;
     }
-    issue(coll::OpKind::reducescatter, double(b.padded) * gb_, sharded ? sub : all, after, "gradient buffer");
+    issue(coll::OpKind::reducescatter, double(b.padded) * rb_, sharded ? sub : all, after, "gradient buffer");
     if (sharded && cross.size > 1) {
-      issue(coll::OpKind::allreduce, double(b.padded / k_) * gb_, cross, after, "gradient shard across subgroups");
+      issue(coll::OpKind::allreduce, double(b.padded / k_) * rb_, cross, after, "gradient shard across subgroups");
     }
   }
 
@@ -305,7 +306,7 @@ class StrategyBuilder {
         recompute(i, deps);
         compute(i, deps);
         if (o.phase == OpPhase::backward && last_bwd_[o.unit] == i && unit_elems_[o.unit] > 0) {
-          issue(coll::OpKind::reducescatter, double(padded[o.unit]) * gb_, all, deps_of({last_compute_}), "unit gradients");
+          issue(coll::OpKind::reducescatter, double(padded[o.unit]) * rb_, all, deps_of({last_compute_}), "unit gradients");
         }
       }
     }
@@ -319,7 +320,7 @@ class StrategyBuilder {
   StepResult& r_;
   RankProgram p_;
   compute::MathType math_ = compute::MathType::bf16;
-  std::uint32_t wb_ = 2, gb_ = 2;
+  std::uint32_t wb_ = 2, gb_ = 2, rb_ = 2;
   std::uint64_t k_ = 1;
   std::uint32_t all_ = 0;
   std::uint32_t units_ = 0;

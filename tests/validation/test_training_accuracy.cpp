@@ -8,21 +8,22 @@
 //    GEMMs (torchtitan), untied head; flash attention (the records' "attention" field);
 //  - the step: zero3 (FSDP FULL_SHARD / FSDP2), mixed-precision AdamW, the record's micro
 //    batch and gradient accumulation (torchtitan: global / dp), full recomputation where the
-//    record has it; torchtitan's selective recomputation ("layer": every second layer
-//    checkpointed, "op": every other matmul and the non-matmul ops recomputed; torchtitan
-//    docs) recomputes about half of a layer's forward and keeps about half of its
-//    activations, so it is taken as the mean of the runs without and with full recomputation
-//    (time and memory);
+//    record has it; torchtitan's selective recomputation: "layer" (every second layer
+//    checkpointed) as the mean of the runs without and with full recomputation (time and
+//    memory), "op" as the run without plus the kernels its policy recomputes
+//    (selective_op_recompute_s below; memory: the mean);
 //  - the system: dgx-h100-N / dgx-a100-N (topologies/presets), analytical collectives; device
 //    h100, a100-80gb, a100-40gb. torchtitan's H100s are 96 GB HBM2e parts at 500 W (the
-//    record's gpu_type and its SOURCE: 2.4 TB/s): the h100 preset with that capacity and
-//    bandwidth (the compute peak at 500 W is not published: the SXM figure stays).
+//    record's gpu_type and its SOURCE: 2.4 TB/s): the h100-hbm2e-500w preset (that memory, the
+//    SXM peaks, the 700 W sustained rates x (500/700)^(1/3), P ~ f^3; device.cpp).
 // The throughput error is the MFU error: predicted MFU = measured MFU x predicted / measured
-// tokens per second per GPU (the same definition on both sides). Compute overlapped by an FSDP
+// tokens per second per GPU (the same definition on both sides). Gradients are reduce-scattered in
+// fp32 where the record says so (MPT "MP Mode" DEFAULT, torchtitan's FSDP2 fp32 reduce;
+// StepConfig::reduce_bytes), in bf16 for PURE. Compute overlapped by an FSDP
 // collective runs on the SMs NCCL's channels leave (Device::comm_units, models/step/executor.hpp).
 // GEMMs and attention run at the presets' sustained (power-limited) rates (device.cpp).
-// Asserted: median |relative MFU error| <= 23.5 % and largest <= 52 % (what is reached, 22.9 %
-// and 51.4 %; issue 15's target of 10 % is not met), and every configuration that ran is predicted
+// Asserted: median |relative MFU error| <= 21.5 % and largest <= 47.5 % (what is reached, 21.0 %
+// and 47.0 %; issue 15's target of 10 % is not met), and every configuration that ran is predicted
 // to fit. SHARDSIM_ACCURACY_BREAKDOWN=1 prints each simulated step's parts to stderr.
 // Label accuracy; prints the table that docs/validation.md carries.
 #include <doctest/doctest.h>
@@ -36,6 +37,8 @@
 #include <string>
 #include <vector>
 
+#include "models/compute/gemm.hpp"
+#include "models/compute/transformer_cost.hpp"
 #include "models/step/step.hpp"
 #include "models/step/topology_comm.hpp"
 #include "topologies/load.hpp"
@@ -83,7 +86,29 @@ struct Run {
   double step_s = 0, peak = 0, hbm = 0;
 };
 
-Run simulate(const json& r, bool checkpointing) {
+// torchtitan's selective op recomputation, per transformer block (its _save_list policy,
+// torchtitan parallelize_llama.py from the first release on: the outputs of aten.mm, of the
+// flash / efficient SDPA and of reduce-scatter are saved "except every second mm", counted in
+// the block; everything else is recomputed). A Llama block runs its mms in the order wq, wk,
+// wv, wo, w1, w3, w2, so the 2nd, 4th and 6th (wk, wo, w3) and every non-matmul kernel (norms,
+// rotary, SiLU, the gating product, residual adds) are recomputed; attention is not. The time
+// of that recomputation for one layer, forward kernels on `dev` (gemm.hpp, op_cost.hpp).
+double selective_op_recompute_s(const compute::Device& dev, const zoo::TransformerConfig& cfg, std::uint64_t mb,
+                                std::uint64_t seq) {
+  double t = 0;
+  for (const auto& o : compute::layer_ops(zoo::layer_shape(cfg, mb, seq))) {
+    const auto& g = o.shape.gemms;
+    // attn.qkv: [q, k, v] (three GEMMs, torchtitan) -> k; attn.out: wo; mlp.up: [w1, w3] -> w3.
+    if (o.name == "attn.qkv" && g.size() == 3) t += compute::gemm_time_s(dev, g[1], compute::MathType::bf16);
+    if (o.name == "attn.out" && g.size() == 1) t += compute::gemm_time_s(dev, g[0], compute::MathType::bf16);
+    if (o.name == "mlp.up" && g.size() == 2) t += compute::gemm_time_s(dev, g[1], compute::MathType::bf16);
+    t += o.shape.ew_bytes_fwd / (dev.hbm_Bps * dev.mem_eff) + o.shape.ew_kernels_fwd * dev.launch_s;
+  }
+  return t;
+}
+
+// `selective_op`: no checkpointing plus torchtitan's selective op recomputation of every layer.
+Run simulate(const json& r, bool checkpointing, bool selective_op = false) {
   const auto& m = r.at("model");
   const std::uint64_t seq = m.at("seq_len").get<std::uint64_t>();
   const std::uint64_t mb = r.at("micro_batch").get<std::uint64_t>();
@@ -93,11 +118,11 @@ Run simulate(const json& r, bool checkpointing) {
   if (accum == 0) accum = r.at("global_batch_sequences").get<std::uint64_t>() / (gpus * mb);
   const auto w = trace::to_workload(zoo::transformer_trace(m.at("name").get<std::string>(), config_of(m), mb, seq));
   const bool h100 = gpu.rfind("H100", 0) == 0;
-  compute::Device dev = compute::find_device(h100 ? "h100" : (gpu.find("40GB") != std::string::npos ? "a100-40gb" : "a100-80gb"), "t");
-  if (gpu.find("96GB-HBM2e") != std::string::npos) {
-    dev.hbm_bytes = 96ULL << 30;
-    dev.hbm_Bps = 2.4e12;
-  }
+  // torchtitan's H100s: 96 GB HBM2e parts at 500 W (the record's gpu_type, its SOURCE).
+  const char* preset = !h100 ? (gpu.find("40GB") != std::string::npos ? "a100-40gb" : "a100-80gb")
+                       : gpu.find("96GB-HBM2e") != std::string::npos ? "h100-hbm2e-500w"
+                                                                      : "h100";
+  const compute::Device& dev = compute::find_device(preset, "t");
   const auto topo = topo::make_topology(fmt::format("{}-{}", h100 ? "dgx-h100" : "dgx-a100", gpus), "t");
   step::TopologyComm comm(topo, step::Fidelity::analytical);
   step::StepConfig c;
@@ -105,8 +130,23 @@ Run simulate(const json& r, bool checkpointing) {
   c.optimizer = &opt::find_optimizer("adamw", "t");
   c.dp = gpus;
   c.grad_accum = static_cast<std::uint32_t>(accum);
+  // fp32 gradient reduction where the record says so: composer's fsdp mixed_precision DEFAULT
+  // (reduce_dtype torch.float32; PURE reduces in bf16) and torchtitan's FSDP2 policy ("fp32
+  // reduce" in the record's precision).
+  const std::string wu = r.at("parallelism").at("weight_update").get<std::string>();
+  const std::string prec = r.at("precision").get<std::string>();
+  if (wu.find("mixed precision DEFAULT") != std::string::npos || prec.find("fp32 reduce") != std::string::npos) {
+    c.reduce_bytes = 4;
+  }
   c.checkpointing = checkpointing;
-  const auto s = step::simulate_step(w, dev, c, comm);
+  auto s = step::simulate_step(w, dev, c, comm);
+  if (selective_op) {
+    // On the compute stream before each layer's backward, every micro-batch: added to the step.
+    const double extra = static_cast<double>(accum) * m.at("layers").get<double>() *
+                         selective_op_recompute_s(dev, config_of(m), mb, seq);
+    s.step_time_s += extra;
+    s.backward_s += extra;
+  }
   if (std::getenv("SHARDSIM_ACCURACY_BREAKDOWN") != nullptr) {
     // Diagnostics: the step's parts (seconds) and the model's FLOPs per token.
     fmt::print(stderr, "{} ckpt={} accum={} step {:.3f}: fwd {:.3f} bwd {:.3f} update {:.3f} exposed comm {:.3f} comm {:.3f}; mfu {:.3f}\n",
@@ -128,10 +168,21 @@ std::vector<Prediction> predict_all() {
       const std::string rc = r.at("recompute").get<std::string>();
       Run run;
       std::string note;
-      if (rc.rfind("selective", 0) == 0) {
+      if (rc.find("op") != std::string::npos || rc == "selective") {
+        // "selective op" (A100 rows), and the H100 rows' "selective": llama3_8b.toml of that
+        // era, selective_ac_option = 'op' (torchtitan @ 08a5a9f). Time: the op policy above;
+        // memory: the mean of no and full recomputation (it keeps more: the measured peaks
+        // of the H100 rows, 82.4 and 67.0 GiB, are above it).
+        const Run a = simulate(r, false, true), b = simulate(r, true);
+        run = {a.step_s, (a.peak + b.peak) / 2, a.hbm};
+        note = "selective op: wk, wo, w3 and the elementwise kernels recomputed";
+      } else if (rc.rfind("selective", 0) == 0) {
+        // "selective layer": every second block fully checkpointed (torchtitan's
+        // selective_ac_option = '2'), half the layers' forward recomputed: the mean of none and
+        // full, in time and memory.
         const Run a = simulate(r, false), b = simulate(r, true);
         run = {(a.step_s + b.step_s) / 2, (a.peak + b.peak) / 2, a.hbm};
-        note = "selective = mean of none and full";
+        note = "selective layer = mean of none and full";
       } else {
         run = simulate(r, rc == "full");
       }
@@ -166,8 +217,10 @@ std::vector<Prediction> predict_all() {
 }  // namespace
 
 // Issue 15's target is a median of 10 %; measured on 2026-12-01: 31.6 % without and 28.2 % with
-// the SM contention of FSDP collectives, 22.9 % with the sustained GEMM / attention rates as well
-// (every prediction too high, docs/validation.md; largest 76.2, 58.0 and 51.4 %). The bounds below is what the model reaches, so a regression fails
+// the SM contention of FSDP collectives, 22.9 % with the sustained GEMM / attention rates as well,
+// 20.6 % on 2026-12-02 with torchtitan's H100s as the 500 W part they were, 21.0 % with the fp32
+// gradient reduction and torchtitan's selective op policy as well (every prediction too high,
+// docs/validation.md; largest 76.2, 58.0, 51.4, 51.4 and 47.0 %). The bounds below is what the model reaches, so a regression fails
 // the test; tighten it as the model improves. The target is not met and the issue is open.
 TEST_CASE("published FSDP runs: MFU predicted from presets (median |error| bound = what is reached), every run predicted to fit") {
   const auto preds = predict_all();
@@ -189,7 +242,7 @@ TEST_CASE("published FSDP runs: MFU predicted from presets (median |error| bound
   const double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
   fmt::print("\n{} records; median |MFU error| {:.1f} %; largest {:.1f} %; predicted not to fit: {}\n", n, 100 * median,
              100 * sorted.back(), misfits);
-  CHECK(median <= 0.235);
-  CHECK(sorted.back() <= 0.52);
+  CHECK(median <= 0.215);
+  CHECK(sorted.back() <= 0.475);
   CHECK(misfits == 0);
 }

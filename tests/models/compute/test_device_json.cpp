@@ -144,7 +144,7 @@ TEST_CASE("device JSON: each validation rule, with its exact message") {
   CHECK(error_of(json{{"name", "x"}, {"peak_flops", {{"bf16", 1e12}}}, {"hbm_bytes", 1}}) ==
         "dev.json: /hbm_Bps: missing; expected a value (or \"base\": a preset to start from)");
   CHECK(with("base", "v100") == "dev.json: /base: unknown device 'v100'; expected one of tpu-v2, tpu-v3, tpu-v4, "
-                                "tpu-v5e, tpu-v5p, a100-40gb, a100-80gb, h100, h100-pcie, h200, b200, gb200, mi300x");
+                                "tpu-v5e, tpu-v5p, a100-40gb, a100-80gb, h100, h100-hbm2e-500w, h100-pcie, h200, b200, gb200, mi300x");
   CHECK(with("base", "other.json") == "dev.json: /base: 'other.json'; expected a preset name (shardsim list devices)");
   CHECK(with("gemm_eff", 1.5) == "dev.json: /gemm_eff: 1.5; expected a fraction in (0, 1]");
   CHECK(with("mem_eff", 0) == "dev.json: /mem_eff: 0; expected a fraction in (0, 1]");

@@ -118,3 +118,28 @@ TEST_CASE("Unfused attention: the s^2 scores are HBM traffic, with dropout a mas
   f1.flash = f2.flash = true;
   CHECK(compute::flash_attention_bytes(f2, 2, false) == doctest::Approx(2.0 * compute::flash_attention_bytes(f1, 2, false)).scale(0));
 }
+
+TEST_CASE("H100 HBM2e at 500 W (torchtitan's Grand Teton part): the SXM die, its memory, the clock a 500 W limit holds") {
+  const auto& sxm = compute::find_device("h100", "t");
+  const auto& p = compute::find_device("h100-hbm2e-500w", "t");
+  // torchtitan docs/performance.md: 96GB HBM2e, 2.4 TB/s; the same die: peaks, SMs, tiles, NCCL channels.
+  CHECK(p.hbm_bytes == 96ULL << 30);
+  CHECK(p.hbm_Bps == 2.4e12);
+  CHECK(p.peak(MathType::bf16) == sxm.peak(MathType::bf16));
+  CHECK(p.compute_units == sxm.compute_units);
+  CHECK(p.comm_units == sxm.comm_units);
+  // P ~ f^3: the sustained rates scale by (500 / 700)^(1/3) = 0.8939.
+  const double r = std::cbrt(500.0 / 700.0);
+  CHECK(r == doctest::Approx(0.8939).epsilon(1e-4));
+  CHECK(p.gemm_eff == doctest::Approx(sxm.gemm_eff * r).epsilon(1e-12));
+  CHECK(p.attn_fwd_eff == doctest::Approx(sxm.attn_fwd_eff * r).epsilon(1e-12));
+  CHECK(p.attn_bwd_eff == doctest::Approx(sxm.attn_bwd_eff * r).epsilon(1e-12));
+  // Inside the bound torchtitan's footnote states: between the NVL (835.5 dense) and SXM peaks.
+  CHECK(r > 835.5 / 989.5);
+  CHECK(r < 1.0);
+  // A full-wave GEMM takes 1 / r as long; a memory-bound pass 3.35 / 2.4 as long.
+  const compute::GemmShape g{1536, 2816, 8192, 1};
+  CHECK(compute::gemm_time_s(p, g, MathType::bf16) - p.launch_s ==
+        doctest::Approx((compute::gemm_time_s(sxm, g, MathType::bf16) - sxm.launch_s) / r).epsilon(1e-9));
+  CHECK(p.stream_time_s(0, 1e9) == doctest::Approx(sxm.stream_time_s(0, 1e9) * 3.35 / 2.4).epsilon(1e-12));
+}
