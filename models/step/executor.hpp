@@ -54,6 +54,18 @@ class CollectiveRunner {
  public:
   virtual ~CollectiveRunner() = default;
   virtual void start(sim::Simulator& sim, const TaskGraph& g, NodeId n, std::function<void(Time end)> done) = 0;
+  /// True when a collective's time depends on when it starts (a network that changes during
+  /// the step: timed faults, timed_faults.hpp). Then a timer of its isolated time is not exact
+  /// even where collectives never overlap, and ranks whose isolated times agree need not share
+  /// a timeline: the step keeps the runner and does not fold (rank_program.hpp).
+  [[nodiscard]] virtual bool time_varying() const { return false; }
+  /// A send/recv pair, from its send node (rank -> peer, size_bytes): false (the default)
+  /// leaves it a timer of the send's duration; true means the runner took `done` (moved from
+  /// it) and calls done(end) once, as for start().
+  virtual bool start_p2p(sim::Simulator& /*sim*/, const TaskGraph& /*g*/, NodeId /*send*/,
+                         std::function<void(Time end)>& /*done*/) {
+    return false;
+  }
 };
 
 /// Compute units a running collective takes from the compute of its ranks (header comment).
