@@ -11,7 +11,8 @@
 // Timing of communication: compute, send/recv and (by default) collectives are timers of
 // their node's duration_s (the analytical closed form). A CollectiveRunner, when given, runs
 // every collective instead (flow fidelity: a coll::CollectiveRun on one shared flow network,
-// so concurrent collectives share links max-min fairly) and reports its end.
+// so concurrent collectives share links max-min fairly) and reports its end; send/recv pairs
+// too where it takes them (start_p2p: the timed-fault runners, timed_faults.hpp).
 //
 // Signals (STYLE 3): node_started / node_ended once per (node, rank of the graph it runs on),
 // with the stream, at the node's start and end. A collective is emitted once per member rank
