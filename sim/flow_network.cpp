@@ -147,7 +147,9 @@ inline FlowNetwork::FlowId FlowNetwork::start_one(std::span<const LinkIndex> rou
     hops_.resize(flows_.size() * stride_);
   }
   const bool zero = route.empty() || !(bytes > 0);
-  if (!zero && route.size() > stride_) restride(static_cast<std::uint32_t>(route.size()));
+  if (!zero && down_links_ != 0) [[unlikely]] {
+    route = route_around(route, tag);
+  }
   Flow& f = flows_[id];
   f.remaining = std::max(0.0, bytes);
   f.rate = 0;
@@ -163,17 +165,111 @@ inline FlowNetwork::FlowId FlowNetwork::start_one(std::span<const LinkIndex> rou
     f.hops = 0;
     zero_flows_.push_back(id);
   } else {
-    f.hops = static_cast<std::uint32_t>(route.size());
-    Hop* hop = hops_.data() + static_cast<std::size_t>(id) * stride_;
-    for (std::size_t i = 0; i < route.size(); ++i) {
-      auto& lf = links_[route[i]].flows;
-      hop[i] = Hop{route[i], lf.size()};
-      lf.push_back(id);
-    }
+    attach(id, route);
     pending_new_.push_back(id);
   }
   return id;
 }
+
+void FlowNetwork::attach(FlowId id, std::span<const LinkIndex> route) {
+  if (route.size() > stride_) restride(static_cast<std::uint32_t>(route.size()));
+  flows_[id].hops = static_cast<std::uint32_t>(route.size());
+  Hop* hop = hops_.data() + static_cast<std::size_t>(id) * stride_;
+  for (std::size_t i = 0; i < route.size(); ++i) {
+    auto& lf = links_[route[i]].flows;
+    hop[i] = Hop{route[i], lf.size()};
+    lf.push_back(id);
+  }
+}
+
+inline void FlowNetwork::unlink(FlowId f) {
+  for (const Hop& h : route(f)) {
+    auto& lf = links_[h.link].flows;
+    const FlowId last = lf.back();
+    lf[h.pos] = last;
+    lf.pop_back();
+    if (last != f) {
+      for (Hop& o : route(last)) {
+        if (o.link == h.link && o.pos == lf.size()) {
+          o.pos = h.pos;
+          break;
+        }
+      }
+    }
+    if (!lf.empty()) mark_dirty(h.link);
+  }
+}
+
+std::span<const FlowNetwork::LinkIndex> FlowNetwork::reroute(std::span<const LinkIndex> route, std::uint64_t tag) {
+  if (!rerouter_) {
+    throw std::logic_error(fmt::format("flow network: a flow (tag {}) crosses a down link and there is no rerouter", tag));
+  }
+  reroute_.clear();
+  rerouter_(route, tag, reroute_);
+  if (reroute_.empty()) throw std::logic_error(fmt::format("flow network: the rerouter gave flow (tag {}) an empty route", tag));
+  for (const LinkIndex l : reroute_) {
+    if (l >= links_.size() || !(links_[l].capacity > 0)) {
+      throw std::logic_error(fmt::format("flow network: the rerouter gave flow (tag {}) link {}, which {}", tag, l,
+                                         l >= links_.size() ? "does not exist" : "is down"));
+    }
+  }
+  ++stats_.flows_rerouted;
+  return reroute_;
+}
+
+std::span<const FlowNetwork::LinkIndex> FlowNetwork::route_around(std::span<const LinkIndex> route, std::uint64_t tag) {
+  for (const LinkIndex l : route) {
+    if (!(links_[l].capacity > 0)) return reroute(route, tag);
+  }
+  return route;
+}
+
+void FlowNetwork::set_capacity(LinkIndex l, double capacity_Bps) {
+  if (l >= links_.size()) throw std::out_of_range(fmt::format("flow network: link {} does not exist", l));
+  if (!(capacity_Bps >= 0) || !std::isfinite(capacity_Bps)) {
+    throw std::invalid_argument(fmt::format("flow network: capacity {} of link {} is not >= 0 and finite", capacity_Bps, l));
+  }
+  Link& lk = links_[l];
+  if (capacity_Bps == lk.capacity) return;
+  if (capacity_Bps == 0 && !lk.flows.empty() && !rerouter_) {
+    throw std::logic_error(fmt::format("flow network: link {} down with {} flows on it and no rerouter", l, lk.flows.size()));
+  }
+  const bool was_down = !(lk.capacity > 0);
+  lk.capacity = capacity_Bps;
+  if (capacity_Bps == 0) {
+    ++down_links_;
+  } else if (was_down) {
+    --down_links_;
+  }
+  if (lk.flows.empty()) return;
+  if (capacity_Bps > 0) {
+    mark_dirty(l);
+  } else {
+    // The link's list shrinks as its flows move: take them from a copy, in list order.
+    const std::vector<FlowId> moving(lk.flows.begin(), lk.flows.end());
+    for (const FlowId f : moving) move_flow(f);
+  }
+  request_settle();
+}
+
+void FlowNetwork::move_flow(FlowId f) {
+  Flow& fl = flows_[f];
+  const Time now = sim_.now();
+  // Its bytes up to now went at its rate; from now it is a new flow to rate (pending_new_),
+  // unless it is one already (started at this instant, not yet settled).
+  const bool pending = std::find(pending_new_.begin(), pending_new_.end(), f) != pending_new_.end();
+  if (fl.rate > 0) fl.remaining = std::max(0.0, fl.remaining - fl.rate * (now - fl.last).to_seconds());
+  fl.last = now;
+  fl.rate = 0;
+  if (fl.bucket != kNone) unschedule(f);
+  std::vector<LinkIndex> old;
+  old.reserve(fl.hops);
+  for (const Hop& h : route(f)) old.push_back(h.link);
+  unlink(f);
+  attach(f, reroute(old, fl.tag));
+  if (!pending) pending_new_.push_back(f);
+}
+
 
 FlowNetwork::FlowId FlowNetwork::start(ClientId c, std::span<const LinkIndex> route, double bytes, std::uint64_t tag) {
   Client& cl = live_client(c);
@@ -376,21 +472,7 @@ void FlowNetwork::arm_timer() {
 
 inline void FlowNetwork::detach(FlowId f) {
   Flow& fl = flows_[f];
-  for (const Hop& h : route(f)) {
-    auto& lf = links_[h.link].flows;
-    const FlowId last = lf.back();
-    lf[h.pos] = last;
-    lf.pop_back();
-    if (last != f) {
-      for (Hop& o : route(last)) {
-        if (o.link == h.link && o.pos == lf.size()) {
-          o.pos = h.pos;
-          break;
-        }
-      }
-    }
-    if (!lf.empty()) mark_dirty(h.link);
-  }
+  unlink(f);
   fl.rate = 0;
   --active_;
   ++stats_.flows_completed;

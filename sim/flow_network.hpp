@@ -35,7 +35,19 @@
 // alone sees exactly the calls and events of a network without clients. Client 0 (the default
 // client) is always there: start() without a client and set_(batch_)completion_handler use it.
 //
-// Complexity per change: O(component flows x route length + links x bottleneck levels).
+// Capacity changes (faults in time, issue 16): set_capacity() changes a link's capacity at the
+// current time; the flows connected to it are re-solved from their remaining bytes at a settle
+// at that instant, exactly as for a start (so a flow's bytes before the change went at the old
+// rate, after it at the new). Capacity 0 takes the link down: each flow on it moves, keeping
+// its id, tag and remaining bytes, to the route the rerouter (set_rerouter) gives over the
+// links that are up, and a start() whose route crosses a down link is rerouted the same way.
+// A moved flow pays no second route latency (its first byte is already on the wire), and a
+// link back up leaves moved flows where they are (later starts use their own routes). With no
+// link down, start() costs one extra compare and every result is that of a network without
+// this feature.
+//
+// Complexity per change: O(component flows x route length + links x bottleneck levels); a
+// link taken down: O(flows on it x (route length + rerouter)) more.
 // Memory: O(links + peak concurrent flows x longest route + clients); flow slots and client
 // ids are reused.
 #include <algorithm>
@@ -82,6 +94,21 @@ class FlowNetwork {
   [[nodiscard]] std::size_t link_count() const { return links_.size(); }
   [[nodiscard]] double capacity(LinkIndex l) const { return links_[l].capacity; }
 
+  /// Gives the route of a flow that must leave a down link (header comment): `route` is its
+  /// route now, `tag` its network tag (client_of / tag_of); it writes the new route into `out`
+  /// (empty on entry), or throws (no path left: the rerouter knows what to name).
+  using Rerouter = std::function<void(std::span<const LinkIndex> route, std::uint64_t tag, std::vector<LinkIndex>& out)>;
+  void set_rerouter(Rerouter r) { rerouter_ = std::move(r); }
+  /// Changes link `l`'s capacity now (header comment); 0 takes it down, moving its flows onto
+  /// the rerouter's routes, in the order of the link's flow list. Throws std::out_of_range for
+  /// a link that does not exist, std::invalid_argument for a capacity < 0 or not finite,
+  /// std::logic_error when a flow must move and there is no rerouter, or the route it gives is
+  /// empty, names a link that does not exist or crosses a down link; whatever the rerouter
+  /// throws passes through.
+  void set_capacity(LinkIndex l, double capacity_Bps);
+  /// Links whose capacity is 0.
+  [[nodiscard]] std::size_t down_links() const { return down_links_; }
+
   /// The default client's handler; replaces any handler set before (either kind).
   void set_completion_handler(CompletionHandler h);
   void set_batch_completion_handler(BatchCompletionHandler h) { clients_[kDefaultClient].handler = std::move(h); }
@@ -125,6 +152,7 @@ class FlowNetwork {
     std::uint64_t flows_completed = 0;
     std::uint64_t solves = 0;          ///< component solves (progressive filling runs)
     std::uint64_t flows_resolved = 0;  ///< flow rate assignments, summed over solves
+    std::uint64_t flows_rerouted = 0;  ///< flows moved off a down link (or started around one)
   };
   [[nodiscard]] const Stats& stats() const { return stats_; }
 
@@ -224,6 +252,17 @@ class FlowNetwork {
   // inline into both start()s.
   [[gnu::always_inline]] inline FlowId start_one(std::span<const LinkIndex> route, double bytes, std::uint64_t tag);
   Client& live_client(ClientId c);  // throws std::out_of_range unless c is live
+  // Puts flow `id` on the links of `route` (restriding first when it is the longest yet).
+  void attach(FlowId id, std::span<const LinkIndex> route);
+  // Takes flow f off its links; links left with flows are marked dirty. Forced inline (once
+  // per completed flow, in detach).
+  [[gnu::always_inline]] inline void unlink(FlowId f);
+  // The rerouter's route for a flow on `route` (network tag `tag`), checked; in reroute_.
+  std::span<const LinkIndex> reroute(std::span<const LinkIndex> route, std::uint64_t tag);
+  // start_one's route when a link is down: `route`, or the rerouter's when it crosses one.
+  std::span<const LinkIndex> route_around(std::span<const LinkIndex> route, std::uint64_t tag);
+  // Moves an active flow off a down link (set_capacity).
+  void move_flow(FlowId f);
   /// Hands a completion batch (network tags, completion order) to the clients; `one`: all
   /// tags are of one client (the callers see every tag first). May rewrite `tags` in place.
   void dispatch(std::vector<std::uint64_t>& tags, bool one);
@@ -274,6 +313,9 @@ class FlowNetwork {
   std::vector<ClientId> removals_;    // remove_client() calls during a dispatch
   std::uint32_t dispatching_ = 0;
   std::vector<Link> links_;
+  std::size_t down_links_ = 0;        // links at capacity 0
+  Rerouter rerouter_;
+  std::vector<LinkIndex> reroute_;    // the rerouter's output
   std::vector<LinkScratch> scratch_;  // per link
   std::vector<Flow> flows_;
   std::vector<Hop> hops_;             // flow f's route: hops_[f * stride_, f * stride_ + hops)

@@ -26,7 +26,7 @@ void reject_mesh_only(const StepOptions& o) {
 }
 
 StepReport run_parallel_step(const StepOptions& o, const topo::Topology& topo, const compute::Device& dev,
-                             step::TopologyComm& comm, bool record_timeline) {
+                             step::CommModel& comm, bool record_timeline) {
   auto no = [](const char* flag, const std::string& found) {
     throw ConfigError(flag, found + " with --mesh", "no such flag (a mesh step: --micro-batch, --global-batch, --recompute)");
   };

@@ -16,7 +16,7 @@ void reject_mesh_only(const StepOptions& o);
 /// Options checked for a mesh step (flags that only apply without --mesh are errors naming
 /// them), the mesh parsed for the topology's device count, the step simulated.
 StepReport run_parallel_step(const StepOptions& o, const topo::Topology& topo, const compute::Device& dev,
-                             step::TopologyComm& comm, bool record_timeline);
+                             step::CommModel& comm, bool record_timeline);
 
 /// The "parallel" object of the step JSON: mesh, order, placement (per axis in mesh order: axis,
 /// name as written (GSPMD names on TPU meshes), size, stride, where, torus_dims, torus_extent),

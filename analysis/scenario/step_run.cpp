@@ -165,16 +165,32 @@ StepReport StepRunner::run(const StepOptions& o, bool record_timeline) {
       }
     }
     const auto mesh_plan = step::parse_fault_plan(topo, o.faults.value_or(""), "--faults");
-    if (mesh_plan.timed_any()) {
-      throw ConfigError("--faults", fmt::format("timed items in '{}' with --mesh", *o.faults),
-                        "static fault items (timed faults and random: are a data-parallel step's)");
-    }
     const topo::Topology& mesh_topo = with_faults(topo, mesh_plan.fixed);
     auto& slot = cache_->comms[{&mesh_topo, fidelity, o.algorithm, 2}];
     if (!slot) slot = std::make_unique<step::TopologyComm>(mesh_topo, fidelity, o.algorithm, coll::CostParams{}, 2);
     const std::size_t before = slot->evaluations();
-    StepReport r = detail::run_parallel_step(o, topo, dev, *slot, record_timeline);
-    r.collective_evaluations = slot->evaluations() - before;
+    if (!mesh_plan.timed_any()) {
+      StepReport r = detail::run_parallel_step(o, topo, dev, *slot, record_timeline);
+      r.collective_evaluations = slot->evaluations() - before;
+      return r;
+    }
+    // Timed faults: every collective and pipeline transfer across the fault states (models/
+    // step/timed_faults.hpp), no rank folded; a fault process is drawn over the step time
+    // without timed faults or compute variation (one step run first), with --seed.
+    std::vector<step::TimedFault> items = mesh_plan.timed;
+    if (mesh_plan.random) {
+      StepOptions o0 = o;
+      o0.samples.reset();
+      o0.compute_jitter.reset();
+      o0.slow_ranks.reset();
+      const double horizon = detail::run_parallel_step(o0, topo, dev, *slot, false).result.step_time_s;
+      const auto drawn = step::draw_faults(topo, *mesh_plan.random, horizon, o.seed.value_or(1));
+      items.insert(items.end(), drawn.begin(), drawn.end());
+    }
+    step::TimedFaultComm timed(topo, mesh_plan.fixed, items, fidelity, o.algorithm, 2);
+    StepReport r = detail::run_parallel_step(o, topo, dev, timed, record_timeline);
+    r.collective_evaluations = slot->evaluations() - before + timed.evaluations();
+    r.timed_faults = std::move(items);
     return r;
   }
   detail::reject_mesh_only(o);

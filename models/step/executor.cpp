@@ -257,6 +257,13 @@ void Executor::launch(NodeId n) {
     const NodeId r = partner_[n];
     out_->start[r] = now;
     emit(node_started, r, now);
+    if (runner_ != nullptr) {
+      std::function<void(Time)> done = [this, n, r](Time) {
+        finish(n);
+        finish(r);
+      };
+      if (runner_->start_p2p(*sim_, g_, n, done)) return;
+    }
     sim_->schedule_at(now + dur_[n], [this, n, r] {
       finish(n);
       finish(r);

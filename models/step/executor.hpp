@@ -11,7 +11,8 @@
 // Timing of communication: compute, send/recv and (by default) collectives are timers of
 // their node's duration_s (the analytical closed form). A CollectiveRunner, when given, runs
 // every collective instead (flow fidelity: a coll::CollectiveRun on one shared flow network,
-// so concurrent collectives share links max-min fairly) and reports its end.
+// so concurrent collectives share links max-min fairly) and reports its end; send/recv pairs
+// too where it takes them (start_p2p: the timed-fault runners, timed_faults.hpp).
 //
 // Signals (STYLE 3): node_started / node_ended once per (node, rank of the graph it runs on),
 // with the stream, at the node's start and end. A collective is emitted once per member rank
@@ -54,6 +55,18 @@ class CollectiveRunner {
  public:
   virtual ~CollectiveRunner() = default;
   virtual void start(sim::Simulator& sim, const TaskGraph& g, NodeId n, std::function<void(Time end)> done) = 0;
+  /// True when a collective's time depends on when it starts (a network that changes during
+  /// the step: timed faults, timed_faults.hpp). Then a timer of its isolated time is not exact
+  /// even where collectives never overlap, and ranks whose isolated times agree need not share
+  /// a timeline: the step keeps the runner and does not fold (rank_program.hpp).
+  [[nodiscard]] virtual bool time_varying() const { return false; }
+  /// A send/recv pair, from its send node (rank -> peer, size_bytes): false (the default)
+  /// leaves it a timer of the send's duration; true means the runner took `done` (moved from
+  /// it) and calls done(end) once, as for start().
+  virtual bool start_p2p(sim::Simulator& /*sim*/, const TaskGraph& /*g*/, NodeId /*send*/,
+                         std::function<void(Time end)>& /*done*/) {
+    return false;
+  }
 };
 
 /// Compute units a running collective takes from the compute of its ranks (header comment).

@@ -309,7 +309,10 @@ ParallelStepResult simulate_parallel_step(const ParallelStepConfig& c, const com
   progs.reserve(p);
   for (std::uint64_t i = 0; i < p; ++i) progs.push_back(detail::build_stage(shape, i));
 
-  bool fold = c.fold != Fold::none && mesh.devices() > p;
+  // A time-varying runner (timed faults): equal isolated times prove nothing (executor.hpp).
+  sim::Simulator sim;  // before the runner, whose network and runs refer to it
+  auto runner = comm.concurrent_runner();
+  bool fold = c.fold != Fold::none && mesh.devices() > p && !(runner && runner->time_varying());
   if (fold && c.fold == Fold::exact) fold = symmetric(mesh, progs, comm);
   // Per-rank compute factors (issue 16): a representative stands for its stage only when every
   // rank of the stage has its factor (whatever the fold mode: a slow rank is never hidden).
@@ -342,8 +345,6 @@ ParallelStepResult simulate_parallel_step(const ParallelStepConfig& c, const com
   for (std::uint64_t i = 0; i < p; ++i) inst.stage(progs[i], i, stage_ranks[i]);
   progs.clear();
 
-  sim::Simulator sim;
-  auto runner = comm.concurrent_runner();
   Executor ex(g, runner.get());
   if (!cs.empty()) {
     std::vector<double> scale;

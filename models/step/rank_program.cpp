@@ -7,7 +7,6 @@
 #include <utility>
 
 #include "sim/error.hpp"
-#include "models/step/timed_faults.hpp"
 #include "topologies/faults.hpp"
 
 namespace shardsim::step {
@@ -114,7 +113,8 @@ ProgramInstance instantiate_program(const RankProgram& p, const StepConfig& c, C
   const std::uint64_t R = p.ranks();
   const auto& ops = p.ops();
   const auto& roles = p.roles();
-  const bool concurrent = comm.concurrent_runner() != nullptr;
+  const auto runner = comm.concurrent_runner();
+  const bool concurrent = runner != nullptr;
 
   // Collective times: rank 0's instances first, in program order (the order the former list
   // scheduler asked), then the other instances where needed. Key (op index, group index).
@@ -137,7 +137,8 @@ ProgramInstance instantiate_program(const RankProgram& p, const StepConfig& c, C
   for (std::uint32_t i = 0; i < ops.size(); ++i) {
     if (ops[i].kind == NodeKind::collective) time_of(i, roles[ops[i].role].of_rank[0]);
   }
-  bool fold = c.fold && R > 1 && !vary;
+  // A time-varying network (timed faults): equal isolated times prove nothing (executor.hpp).
+  bool fold = c.fold && R > 1 && !vary && !(runner && runner->time_varying());
   // Per-rank compute factors: fold only when every rank has the representative's.
   for (std::size_t k = 1; k < c.compute_scale.size() && k < R && fold; ++k) fold = c.compute_scale[k] == c.compute_scale[0];
   if (fold && !c.compute_scale.empty() && c.compute_scale.size() < R) fold = c.compute_scale[0] == 1.0;
@@ -215,8 +216,8 @@ ProgramInstance instantiate_program(const RankProgram& p, const StepConfig& c, C
 }
 
 bool uses_runner(const ProgramInstance& inst, CommModel& comm) {
-  if (dynamic_cast<TimedFaultComm*>(&comm) != nullptr) return true;  // the progress rule (timed_faults.hpp)
-  return comm.concurrent_runner() != nullptr && !collectives_serialised(inst.graph);
+  const auto runner = comm.concurrent_runner();
+  return runner != nullptr && (runner->time_varying() || !collectives_serialised(inst.graph));
 }
 
 void run_instance(const ProgramInstance& inst, const StepConfig& c, CommModel& comm, std::span<const double> scale,
@@ -240,8 +241,8 @@ void run_task_graph(const TaskGraph& g, std::uint64_t R, bool fold, const StepCo
   sim::Simulator sim;  // before the runner, whose network and runs refer to it
   // Timers where collectives cannot overlap; the concurrent runner (flow) where they can.
   std::unique_ptr<CollectiveRunner> runner = comm.concurrent_runner();
-  // (Timed faults: every collective by the progress rule, serialised or not.)
-  if (runner && collectives_serialised(g) && dynamic_cast<TimedFaultComm*>(&comm) == nullptr) runner.reset();
+  // (A time-varying runner, timed faults: every collective on it, serialised or not.)
+  if (runner && !runner->time_varying() && collectives_serialised(g)) runner.reset();
   CollectiveRunner* use = runner.get();
   std::unique_ptr<Executor> own;
   Executor* ex = reuse;

@@ -92,7 +92,7 @@ struct ProgramInstance {
 };
 
 /// Instantiates the program over ranks 0..R-1, folded where exact (above). Never folded when
-/// c.fold is false, when c.compute_scale gives ranks different factors (a folded rank must
+/// c.fold is false, when comm's runner is time-varying (timed faults, executor.hpp), when c.compute_scale gives ranks different factors (a folded rank must
 /// never hide a slow one), or when `vary` (the caller will run it with per-rank factors).
 ProgramInstance instantiate_program(const RankProgram& p, const StepConfig& c, CommModel& comm, bool vary = false);
 

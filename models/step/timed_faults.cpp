@@ -9,6 +9,7 @@
 #include <set>
 #include <utility>
 
+#include "models/collectives/collective_run.hpp"
 #include "models/step/variation.hpp"
 #include "sim/error.hpp"
 #include "sim/text/strings.hpp"
@@ -133,10 +134,36 @@ struct TimedFaultComm::State {
   std::string active;  // the items in force, for errors
   std::unique_ptr<topo::Topology> topology;
   std::unique_ptr<TopologyComm> comm;
+  std::vector<double> capacity;  // flow fidelity: per link, bytes/s; 0 where down
 };
 
+namespace {
+
+// The network's capacity of each link in a state: its bandwidth there (a degraded link's is
+// FRACTION x its own, faults.hpp), 0 where down (the last item naming a link wins, as
+// topo::apply_faults).
+std::vector<double> state_capacity(const topo::Topology& t) {
+  std::vector<double> cap(t.num_links());
+  for (topo::LinkId l = 0; l < t.num_links(); ++l) cap[l] = t.link(l).bandwidth_Bps;
+  if (const auto* f = topo::faults_of(t)) {
+    std::vector<double> fraction(t.num_links(), 1.0);
+    for (const auto& x : f->faults) {
+      for (const topo::LinkId l : x.links) fraction[l] = x.fraction;
+    }
+    for (topo::LinkId l = 0; l < t.num_links(); ++l) {
+      if (fraction[l] == 0) cap[l] = 0;
+    }
+  }
+  return cap;
+}
+
+std::string instant(Time t) { return fmt::format("at {:.9g} s", t.to_seconds()); }
+
+}  // namespace
+
 TimedFaultComm::TimedFaultComm(const topo::Topology& intact, const std::string& fixed, const std::vector<TimedFault>& timed,
-                               Fidelity f, const std::string& algorithm, std::uint32_t element_bytes, coll::CostParams p) {
+                               Fidelity f, const std::string& algorithm, std::uint32_t element_bytes, coll::CostParams p)
+    : fidelity_(f), cost_(p) {
   std::set<std::int64_t> instants{0};
   for (const auto& x : timed) {
     instants.insert(Time::from_seconds(x.begin_s).ps());
@@ -154,6 +181,7 @@ TimedFaultComm::TimedFaultComm(const topo::Topology& intact, const std::string& 
     s->active = join(items);
     s->topology = std::make_unique<topo::Topology>(topo::apply_faults(intact, topo::parse_faults(intact, s->active, "--faults")));
     s->comm = std::make_unique<TopologyComm>(*s->topology, f, algorithm, p, element_bytes);
+    if (f == Fidelity::flow) s->capacity = state_capacity(*s->topology);
     states_.push_back(std::move(s));
   }
 }
@@ -174,8 +202,7 @@ std::size_t TimedFaultComm::evaluations() const {
 
 Time TimedFaultComm::end(coll::OpKind kind, std::uint64_t size_bytes, const std::vector<int>& group,
                          const std::string& group_name, Time start) {
-  std::size_t k = 0;
-  while (k + 1 < states_.size() && states_[k + 1]->begin <= start) ++k;
+  std::size_t k = state_at(start);
   double left = 1.0;  // fraction of the collective's work still to do
   Time at = start;
   for (;; ++k) {
@@ -183,7 +210,7 @@ Time TimedFaultComm::end(coll::OpKind kind, std::uint64_t size_bytes, const std:
     try {
       T = states_[k]->comm->time_s(kind, size_bytes, group);
     } catch (const topo::RouteCutError& e) {
-      throw topo::group_cut_error(e, group_name, group, fmt::format("at {:.9g} s", std::max(at, states_[k]->begin).to_seconds()));
+      throw topo::group_cut_error(e, group_name, group, instant(std::max(at, states_[k]->begin)));
     }
     if (!(T > 0)) return at;
     const Time done = at + Time::ceil_seconds(left * T);
@@ -194,27 +221,157 @@ Time TimedFaultComm::end(coll::OpKind kind, std::uint64_t size_bytes, const std:
   }
 }
 
+std::size_t TimedFaultComm::state_at(Time t) const {
+  std::size_t k = 0;
+  while (k + 1 < states_.size() && states_[k + 1]->begin <= t) ++k;
+  return k;
+}
+
 namespace {
 
-// The progress rule as the executor's collective runner: a timer to the end end() gives.
+std::string p2p_name(const TaskNode& send) { return fmt::format("p2p {}->{}", send.rank, send.peer); }
+
+// The progress rule as the executor's collective runner: a timer to the end end() gives; a
+// send/recv pair is a broadcast over its two ranks (the point-to-point time of the mesh step).
 class ProgressRunner final : public CollectiveRunner {
  public:
   explicit ProgressRunner(TimedFaultComm& c) : c_(c) {}
+  [[nodiscard]] bool time_varying() const override { return true; }
   void start(sim::Simulator& sim, const TaskGraph& g, NodeId n, std::function<void(Time)> done) override {
     const auto& node = g.node(n);
     const auto& group = g.groups()[node.group];
-    const Time e = group.ranks.size() <= 1 || node.size_bytes == 0
-                       ? sim.now()
-                       : c_.end(node.op, node.size_bytes, group.ranks, group.name, sim.now());
-    sim.schedule_at(e, [d = std::move(done), e] { d(e); });
+    timer(sim, node.op, node.size_bytes, group.ranks, group.name, std::move(done));
+  }
+  bool start_p2p(sim::Simulator& sim, const TaskGraph& g, NodeId send, std::function<void(Time)>& done) override {
+    const auto& node = g.node(send);
+    timer(sim, coll::OpKind::broadcast, node.size_bytes, {node.rank, node.peer}, p2p_name(node), std::move(done));
+    return true;
   }
 
  private:
+  void timer(sim::Simulator& sim, coll::OpKind kind, std::uint64_t bytes, const std::vector<int>& ranks,
+             const std::string& name, std::function<void(Time)> done) {
+    const Time e = ranks.size() <= 1 || bytes == 0 ? sim.now() : c_.end(kind, bytes, ranks, name, sim.now());
+    sim.schedule_at(e, [d = std::move(done), e] { d(e); });
+  }
   TimedFaultComm& c_;
 };
 
 }  // namespace
 
-std::unique_ptr<CollectiveRunner> TimedFaultComm::concurrent_runner() { return std::make_unique<ProgressRunner>(*this); }
+// Flow fidelity: every collective (and send/recv pair) in flight as a coll::CollectiveRun on
+// one network of the topology's links, whose capacities follow the states: at each state's
+// instant the links whose capacity changes are set (sim::FlowNetwork::set_capacity), those
+// that come up first, then those that go down, whose flows move to the state's routes (its
+// FaultRouter). A collective is planned (algorithm, schedule, routes) on the topology of the
+// state in force when it starts. A flow with no route left is the error of its process group,
+// naming the down links and the instant.
+class TimedFlowRunner final : public CollectiveRunner {
+ public:
+  explicit TimedFlowRunner(TimedFaultComm& c) : c_(c) {}
+  [[nodiscard]] bool time_varying() const override { return true; }
+  void start(sim::Simulator& sim, const TaskGraph& g, NodeId n, std::function<void(Time)> done) override {
+    const auto& node = g.node(n);
+    const auto& group = g.groups()[node.group];
+    run(sim, node.op, node.size_bytes, group.ranks, group.name, std::move(done));
+  }
+  bool start_p2p(sim::Simulator& sim, const TaskGraph& g, NodeId send, std::function<void(Time)>& done) override {
+    const auto& node = g.node(send);
+    run(sim, coll::OpKind::broadcast, node.size_bytes, {node.rank, node.peer}, p2p_name(node), std::move(done));
+    return true;
+  }
+
+ private:
+  struct Group {
+    std::string name;
+    std::vector<int> ranks;
+  };
+
+  void run(sim::Simulator& sim, coll::OpKind kind, std::uint64_t bytes, const std::vector<int>& ranks,
+           const std::string& name, std::function<void(Time)> done) {
+    if (ranks.size() <= 1 || bytes == 0) {
+      sim.schedule_at(sim.now(), [d = std::move(done), t = sim.now()] { d(t); });
+      return;
+    }
+    attach(sim);
+    to_state(c_.state_at(sim.now()));  // an event at a fault instant may run before the fault's
+    auto& st = *c_.states_[cur_];
+    const TopologyComm::FlowPlan* plan = nullptr;
+    try {
+      plan = &st.comm->flow_plan(kind, bytes, ranks);
+    } catch (const topo::RouteCutError& e) {
+      throw topo::group_cut_error(e, name, ranks, instant(sim.now()));
+    }
+    coll::FlowOptions fo;
+    fo.cost = c_.cost_;
+    runs_.push_back(std::make_unique<coll::CollectiveRun>(sim, *net_, *st.topology, plan->op, plan->schedule, fo));
+    const auto client = runs_.back()->client();
+    if (groups_.size() <= client) groups_.resize(client + 1);
+    groups_[client] = Group{name, ranks};
+    runs_.back()->start(sim.now(), std::move(done));
+  }
+
+  // The network, on the simulator of the first run, in the state in force then, and an event
+  // at each later state's instant.
+  void attach(sim::Simulator& sim) {
+    if (net_) return;
+    sim_ = &sim;
+    net_ = std::make_unique<sim::FlowNetwork>(sim);
+    const auto& first = *c_.states_.front();
+    for (topo::LinkId l = 0; l < first.topology->num_links(); ++l) {
+      net_->add_link(first.capacity[l] > 0 ? first.capacity[l] : first.topology->link(l).bandwidth_Bps);
+    }
+    cur_ = 0;
+    apply(0);
+    net_->set_rerouter([this](std::span<const sim::FlowNetwork::LinkIndex> route, std::uint64_t tag,
+                              std::vector<sim::FlowNetwork::LinkIndex>& out) { reroute(route, tag, out); });
+    for (std::size_t k = c_.state_at(sim.now()) + 1; k < c_.states_.size(); ++k) {
+      sim.schedule_at(c_.states_[k]->begin, [this, k] { to_state(k); });
+    }
+  }
+
+  void to_state(std::size_t k) {
+    if (k <= cur_) return;
+    cur_ = k;
+    apply(k);
+  }
+
+  // Links that come up (or change rate) first, so that flows moved off links going down may
+  // take them; then those that go down, in link order.
+  void apply(std::size_t k) {
+    const auto& cap = c_.states_[k]->capacity;
+    for (const bool down : {false, true}) {
+      for (sim::FlowNetwork::LinkIndex l = 0; l < cap.size(); ++l) {
+        if ((cap[l] == 0) == down && net_->capacity(l) != cap[l]) net_->set_capacity(l, cap[l]);
+      }
+    }
+  }
+
+  // A flow on a link that is down: its route between the same two nodes in the state in force.
+  void reroute(std::span<const sim::FlowNetwork::LinkIndex> route, std::uint64_t tag,
+               std::vector<sim::FlowNetwork::LinkIndex>& out) {
+    const auto& t = *c_.states_[cur_]->topology;
+    const topo::NodeId src = t.link(route.front()).src, dst = t.link(route.back()).dst;
+    try {
+      const auto& r = t.route(src, dst);
+      out.assign(r.links.begin(), r.links.end());
+    } catch (const topo::RouteCutError& e) {
+      const Group& g = groups_.at(sim::FlowNetwork::client_of(tag));
+      throw topo::group_cut_error(e, g.name, g.ranks, instant(sim_->now()));
+    }
+  }
+
+  TimedFaultComm& c_;
+  sim::Simulator* sim_ = nullptr;
+  std::unique_ptr<sim::FlowNetwork> net_;
+  std::size_t cur_ = 0;               // the state whose capacities the network has
+  std::vector<Group> groups_;         // by client id of the run
+  std::vector<std::unique_ptr<coll::CollectiveRun>> runs_;
+};
+
+std::unique_ptr<CollectiveRunner> TimedFaultComm::concurrent_runner() {
+  if (fidelity_ == Fidelity::flow) return std::make_unique<TimedFlowRunner>(*this);
+  return std::make_unique<ProgressRunner>(*this);
+}
 
 }  // namespace shardsim::step

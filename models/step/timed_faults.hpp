@@ -16,18 +16,30 @@
 //                                      to the end). Drawn from --seed (xoshiro256**,
 //                                      variation.hpp): same seed, same faults.
 //
-// The progress rule (how a collective is timed across faults): a collective progresses at
-// 1 / T_k of its work per second while the network is in state k (T_k: its time, by the
-// step's CommModel rule (TopologyComm: analytical closed form or flow evaluation), on the
-// topology with the faults active in state k), and ends when the work is done:
-//   end = t_j + (1 - sum_{k<j} (t_{k+1} - max(start, t_k)) / T_k) x T_j
-// over the states j it crosses. With one state it is a timer of T_0. It is the closed forms'
-// re-solve at the fault instant: a collective whose bottleneck link runs at half rate from
-// half-way through its time T takes T/2 + T'/2 (T' its time with the link at half rate).
-// Each collective is timed alone (its isolated time per state): collectives in flight
-// together do not share links under timed faults (the static faults' flow runner does).
-// A down link that cuts a process group of a collective in flight (or starting) in its state
-// is a ConfigError naming the link, the group and the instant (topo::group_cut_error).
+// Timing across faults, by fidelity (concurrent_runner(); time_s() is always state 0's):
+//  - flow: one sim::FlowNetwork of the topology's links shared by every collective and
+//    send/recv pair in flight (coll::CollectiveRun, as TopologyComm's runner), whose link
+//    capacities change at each state's instant (FlowNetwork::set_capacity): a degraded link
+//    runs at FRACTION x its rate from then on for every flow on it, concurrent collectives
+//    keep sharing links max-min, and the flows on a link that goes down move, with their
+//    remaining bytes, to the route the state's topology gives between the same two nodes
+//    (the flow network re-solves). A collective is planned (algorithm, schedule, routes) on
+//    the topology of the state in force when it starts.
+//  - analytical, the progress rule: a collective progresses at 1 / T_k of its work per
+//    second while the network is in state k (T_k: its closed-form time on the topology with
+//    the faults active in state k), and ends when the work is done:
+//      end = t_j + (1 - sum_{k<j} (t_{k+1} - max(start, t_k)) / T_k) x T_j
+//    over the states j it crosses. With one state it is a timer of T_0. It is the closed
+//    forms' re-solve at the fault instant: a collective whose bottleneck link runs at half
+//    rate from half-way through its time T takes T/2 + T'/2 (T' its time with the link at
+//    half rate). Each collective is timed alone: collectives in flight together do not share
+//    links (the flow fidelity's do).
+// A send/recv pair is a broadcast over its two ranks (its group "p2p A->B") at both. Both
+// runners are time-varying (executor.hpp): every collective runs on them, and no rank folds.
+// A down link that cuts a process group is a ConfigError naming the link, the group and the
+// instant (topo::group_cut_error): analytical, for a collective in flight (or starting) in a
+// state that cuts its group; flow, for a collective starting in such a state or a flow in
+// flight (or starting) that has no route left.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -70,7 +82,7 @@ FaultPlan parse_fault_plan(const topo::Topology& t, const std::string& spec, con
 std::vector<TimedFault> draw_faults(const topo::Topology& t, const RandomFaults& r, double horizon_s, std::uint64_t seed);
 
 /// A CommModel over the states of a timeline of faults: time_s is the time at the step's
-/// start (state 0); concurrent_runner() times every collective by the progress rule.
+/// start (state 0); concurrent_runner() times every collective across the states (above).
 /// Not thread safe (TopologyComm).
 class TimedFaultComm final : public CommModel {
  public:
@@ -81,18 +93,23 @@ class TimedFaultComm final : public CommModel {
   double time_s(coll::OpKind kind, std::uint64_t size_bytes, const std::vector<int>& group) override;
   [[nodiscard]] std::optional<std::size_t> devices() const override;
   std::unique_ptr<CollectiveRunner> concurrent_runner() override;
-  /// The end of a collective started at `start` (the progress rule). `group_name` names the
-  /// group in a cut's error.
+  /// The end of a collective started at `start` by the progress rule (analytical fidelity).
+  /// `group_name` names the group in a cut's error.
   Time end(coll::OpKind kind, std::uint64_t size_bytes, const std::vector<int>& group, const std::string& group_name,
            Time start);
   /// States of the network (1 + distinct instants at which faults begin or end).
   [[nodiscard]] std::size_t states() const { return states_.size(); }
   /// Distinct collectives evaluated so far, over every state.
   [[nodiscard]] std::size_t evaluations() const;
+  /// The state in force at `t` (the last that begins at or before it).
+  [[nodiscard]] std::size_t state_at(Time t) const;
 
  private:
+  friend class TimedFlowRunner;
   struct State;
   std::vector<std::unique_ptr<State>> states_;
+  Fidelity fidelity_;
+  coll::CostParams cost_;
 };
 
 }  // namespace shardsim::step

@@ -46,12 +46,32 @@ const coll::Algorithm* TopologyComm::resolve(const coll::CollectiveOp& op, doubl
   return alg;
 }
 
-// Collectives in flight on one network of the topology's links. Schedules are built once per
-// (kind, size, group) and kept (a run refers to its op and schedule); runs are kept until the
-// runner goes.
+const TopologyComm::FlowPlan& TopologyComm::flow_plan(coll::OpKind kind, std::uint64_t size_bytes,
+                                                     const std::vector<int>& group) {
+  const auto key = std::make_tuple(static_cast<int>(kind), size_bytes, group);
+  auto it = plans_.find(key);
+  if (it == plans_.end()) {
+    topo::check_group(t_, group);  // a group that down links cut is an error naming them
+    auto plan = std::make_unique<FlowPlan>();
+    plan->op.kind = kind;
+    plan->op.size_bytes = size_bytes;
+    plan->op.group = group;
+    plan->op.element_bytes = element_bytes_;
+    double analytical = 0;
+    const auto* alg = resolve(plan->op, analytical);
+    plan->schedule = alg->build(t_, plan->op, p_);
+    it = plans_.emplace(key, std::move(plan)).first;
+  }
+  return *it->second;
+}
+
+namespace {
+
+// Collectives in flight on one network of the topology's links. Schedules come from the
+// comm's plans (they outlive the runs); runs are kept until the runner goes.
 class FlowRunner final : public CollectiveRunner {
  public:
-  explicit FlowRunner(const TopologyComm& c) : c_(c) {}
+  explicit FlowRunner(TopologyComm& c) : c_(c) {}
   void start(sim::Simulator& sim, const TaskGraph& g, NodeId n, std::function<void(Time)> done) override {
     const auto& node = g.node(n);
     const auto& group = g.groups()[node.group].ranks;
@@ -61,37 +81,22 @@ class FlowRunner final : public CollectiveRunner {
     }
     if (!net_) {
       net_ = std::make_unique<sim::FlowNetwork>(sim);
-      coll::add_topology_links(*net_, c_.t_);
+      coll::add_topology_links(*net_, c_.topology());
     }
-    const auto key = std::make_tuple(static_cast<int>(node.op), node.size_bytes, group);
-    auto it = plans_.find(key);
-    if (it == plans_.end()) {
-      auto plan = std::make_unique<Plan>();
-      plan->op.kind = node.op;
-      plan->op.size_bytes = node.size_bytes;
-      plan->op.group = group;
-      plan->op.element_bytes = c_.element_bytes_;
-      double analytical = 0;
-      const auto* alg = c_.resolve(plan->op, analytical);
-      plan->schedule = alg->build(c_.t_, plan->op, c_.p_);
-      it = plans_.emplace(key, std::move(plan)).first;
-    }
+    const auto& plan = c_.flow_plan(node.op, node.size_bytes, group);
     coll::FlowOptions fo;
-    fo.cost = c_.p_;
-    runs_.push_back(std::make_unique<coll::CollectiveRun>(sim, *net_, c_.t_, it->second->op, it->second->schedule, fo));
+    fo.cost = c_.cost();
+    runs_.push_back(std::make_unique<coll::CollectiveRun>(sim, *net_, c_.topology(), plan.op, plan.schedule, fo));
     runs_.back()->start(sim.now(), std::move(done));
   }
 
  private:
-  struct Plan {
-    coll::CollectiveOp op;
-    coll::Schedule schedule;
-  };
-  const TopologyComm& c_;
+  TopologyComm& c_;
   std::unique_ptr<sim::FlowNetwork> net_;
-  std::map<std::tuple<int, std::uint64_t, std::vector<int>>, std::unique_ptr<Plan>> plans_;
   std::vector<std::unique_ptr<coll::CollectiveRun>> runs_;
 };
+
+}  // namespace
 
 std::unique_ptr<CollectiveRunner> TopologyComm::concurrent_runner() {
   if (f_ != Fidelity::flow) return nullptr;

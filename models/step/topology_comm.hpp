@@ -21,6 +21,7 @@
 // may overlap (rank_program.hpp). A collective alone on the network takes time_s().
 // Not thread safe (memo, Topology route cache): one instance per thread.
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -51,11 +52,22 @@ class TopologyComm final : public CommModel {
   /// Distinct collectives evaluated so far (memo size).
   [[nodiscard]] std::size_t evaluations() const { return memo_.size(); }
 
+  /// What a run of a collective on a shared network needs (coll::CollectiveRun).
+  struct FlowPlan {
+    coll::CollectiveOp op;
+    coll::Schedule schedule;
+  };
+  /// The op and schedule of a collective at flow fidelity (the algorithm resolve() picks,
+  /// built on this topology), memoised per (kind, size, group): the reference stays valid as
+  /// long as this object. Throws as time_s() for a group that down links cut.
+  const FlowPlan& flow_plan(coll::OpKind kind, std::uint64_t size_bytes, const std::vector<int>& group);
+  [[nodiscard]] const topo::Topology& topology() const { return t_; }
+  [[nodiscard]] const coll::CostParams& cost() const { return p_; }
+
  private:
   /// The algorithm for a collective (`auto`: NCCL's schedule on a GPU topology, else the
   /// fastest applicable; analytical time in `analytical_s`); throws ConfigError for a named algorithm that cannot run it.
   const coll::Algorithm* resolve(const coll::CollectiveOp& op, double& analytical_s) const;
-  friend class FlowRunner;
   const topo::Topology& t_;
   Fidelity f_;
   std::string algorithm_;
@@ -66,6 +78,7 @@ class TopologyComm final : public CommModel {
   // and ordering whole rank lists on every call.
   std::vector<std::vector<int>> groups_;
   std::map<std::tuple<int, std::uint64_t, std::size_t>, double> memo_;
+  std::map<std::tuple<int, std::uint64_t, std::vector<int>>, std::unique_ptr<FlowPlan>> plans_;
 };
 
 }  // namespace shardsim::step

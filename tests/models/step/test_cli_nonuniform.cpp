@@ -297,3 +297,38 @@ TEST_CASE("a seeded fault process over the step: same seed same bytes, another s
   CHECK(cut.status == 2);
   CHECK(cut.out.find("--faults: down:d3-switch disconnects process group 'dp 0' (ranks 0-7) at ") != std::string::npos);
 }
+
+TEST_CASE("timed faults in a mesh step and at flow fidelity: slower steps, no folding, same seed same bytes, a cut names group and instant") {
+  const std::string mesh = "step --topology 'switch:n=8,bw=100GB/s,lat=1us' --device h100 --model gpt3-125m --seq 512 "
+                           "--mesh dp=2,pp=4 --global-batch 8 --schedule gpipe --json ";
+  for (const std::string fid : {"analytical", "flow"}) {
+    CAPTURE(fid);
+    const std::string m = mesh + "--fidelity " + fid + " ";
+    const auto base = run_shardsim(m), early = run_shardsim(m + "--faults 'link:d3-switch:0.1@0s'"),
+               late = run_shardsim(m + "--faults 'link:d3-switch:0.1@5ms'");
+    REQUIRE(base.status == 0);
+    REQUIRE(early.status == 0);
+    REQUIRE(late.status == 0);
+    const auto jb = nlohmann::json::parse(base.out), je = nlohmann::json::parse(early.out), jl = nlohmann::json::parse(late.out);
+    // A link of rank 3 at a tenth of its rate from 0 slows the step more than from 5 ms, which
+    // slows it still; no rank is folded away under a timed fault.
+    CHECK(je.at("step_time_s").get<double>() > jl.at("step_time_s").get<double>());
+    CHECK(jl.at("step_time_s").get<double>() > jb.at("step_time_s").get<double>());
+    CHECK(je.at("ranks_simulated") == 8);
+    CHECK(je.at("timed_faults").size() == 1);
+    const auto a = run_shardsim(m + "--faults 'random:6:0.1' --seed 3"), b = run_shardsim(m + "--faults 'random:6:0.1' --seed 3");
+    const auto c = run_shardsim(m + "--faults 'random:6:0.1' --seed 4");
+    REQUIRE(a.status == 0);
+    CHECK(a.out == b.out);
+    CHECK(a.out != c.out);
+    // Rank 3's link down at 1 ms: the first transfer of a group holding d3 after it has no path.
+    const auto cut = run_shardsim(m + "--faults 'down:d3-switch@1ms'");
+    CHECK(cut.status == 2);
+    CHECK(cut.out.find("--faults: down:d3-switch disconnects process group '") != std::string::npos);
+    CHECK(cut.out.find("' (ranks 1,3) at 0.00104") != std::string::npos);
+  }
+  // Data-parallel at flow fidelity: the all-reduce that starts after the link went down.
+  const auto cut = run_shardsim(kStep + "--fidelity flow --faults 'down:d3-switch@1us'");
+  CHECK(cut.status == 2);
+  CHECK(cut.out.find("--faults: down:d3-switch disconnects process group 'dp 0' (ranks 0-7) at ") != std::string::npos);
+}
