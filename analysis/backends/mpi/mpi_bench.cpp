@@ -4,8 +4,7 @@
 // (broadcast: root 0; all-to-all: S = a rank's whole send buffer, n blocks of S/n, as
 // nccl-tests' alltoall); the time is the median over the calls of the call's slowest rank
 // (MPI_Allreduce MAX per call, as nccl-tests reports the slowest rank). Point-to-point kinds run between
-// rank 0 and --peer while the other ranks wait at the barrier, iterations back to back, each
-// timed, the record the median over them:
+// rank 0 and --peer while the other ranks wait at the barrier:
 //   pingpong: 0 sends, peer echoes; time = round trip / 2 (osu_latency.c);
 //   exchange: 0 and peer MPI_Sendrecv S bytes each way at once (osu_bibw, window 1); the time
 //             is the slower end's.
@@ -158,22 +157,12 @@ double time_collective(MPI_Comm comm, const std::string& coll, std::uint64_t byt
     for (int i = 0; i < warmup; ++i) one();
   }
   gentle_barrier(comm);
-  if (p2p) {
-    // Back to back, each iteration timed (idle ranks: zeros). pingpong: rank 0's round trip / 2.
-    // exchange: per iteration the slower of the two ends, because an end's MPI_Sendrecv returns
-    // once its own receive is done and its send is in the socket buffer, possibly before the
-    // other end has the data. The record: the median over the iterations, as for collectives
-    // (an exchange fit thrown 12 % off by one slow mean once put every prediction of a cluster
-    // 10 % off: two-level, 4 hosts, 200 Mbit/s, docs/measurements.md "Emulated matrix").
-    std::vector<double> mine(static_cast<std::size_t>(iters), 0.0), slowest(static_cast<std::size_t>(iters));
-    for (int i = 0; i < iters && !idle; ++i) {
-      const double t0 = MPI_Wtime();
-      one();
-      mine[static_cast<std::size_t>(i)] = MPI_Wtime() - t0;
-    }
-    MPI_Allreduce(mine.data(), slowest.data(), iters, MPI_DOUBLE, MPI_MAX, comm);
-    return coll == "pingpong" ? shardsim::bench::median(mine) / 2 : shardsim::bench::median(slowest);
-  } else {
+  double dt = 0;
+  if (!idle && p2p) {
+    const double t0 = MPI_Wtime();
+    for (int i = 0; i < iters; ++i) one();
+    dt = (MPI_Wtime() - t0) / iters;
+  } else if (!idle) {
     // Collectives: a barrier before each timed call, as osu_bcast / osu_allreduce do, so that a
     // call starts with every rank ready and none still busy with the previous one. Back to back,
     // a broadcast or a pipelined tree overlaps call i+1 at the root with call i downstream, and
@@ -194,6 +183,19 @@ double time_collective(MPI_Comm comm, const std::string& coll, std::uint64_t byt
     MPI_Allreduce(mine.data(), slowest.data(), iters, MPI_DOUBLE, MPI_MAX, comm);
     return shardsim::bench::median(slowest);
   }
+  // Point-to-point stays the mean over back-to-back iterations: timing each iteration and taking
+  // the median of the slower end per iteration biased the exchange upward (the two ends'
+  // iteration boundaries are offset, so the per-iteration maximum exceeds the period): in a
+  // matrix run every exchange fit came out 1-6 % lower in efficiency (0.89-0.94 against
+  // 0.94-0.97) and a whole cluster's pairs 6-8 % off (docs/measurements.md "Emulated matrix").
+  if (coll == "pingpong") dt /= 2;  // one way = half the round trip
+  double worst = 0;
+  MPI_Allreduce(&dt, &worst, 1, MPI_DOUBLE, MPI_MAX, comm);
+  // pingpong: rank 0's round trip covers both directions. exchange: the slower of the two ends,
+  // because an end's MPI_Sendrecv returns once its own receive is done and its send is in the
+  // socket buffer, possibly before the other end has the data (the last iteration's data can
+  // still be in flight when rank 0 stops its clock).
+  return coll == "pingpong" ? dt : worst;
 }
 
 // Comma-separated items (empty items kept).
