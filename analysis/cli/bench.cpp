@@ -234,11 +234,11 @@ void run_emulate(EmulateCmd c) {
       std::tie(r.min_bytes, r.max_bytes, r.factor) = p2p_sizes;
       backends::launch_mpi(r);
     }
-    for (const auto& a : algorithms) {
+    {  // One mpirun for every (collective, algorithm) pair, switched in the process (MpiRun::algorithms).
       backends::MpiRun r = base;
-      const auto run = backends::collectives_with_algorithm(split_list(c.collectives), a);
-      r.collectives = run.collectives;
-      r.algorithm = run.algorithm;
+      const auto seq = backends::algorithm_sequence(split_list(c.collectives), algorithms);
+      r.collectives = seq.collectives;
+      r.algorithms = seq.algorithms;
       std::tie(r.min_bytes, r.max_bytes, r.factor) = coll_sizes;
       backends::launch_mpi(r);
     }

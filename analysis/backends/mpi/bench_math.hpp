@@ -10,6 +10,8 @@
 //   so S_eff = count x n x elem (S rounded down to whole elements per rank).
 // Bandwidth (nccl-tests doc/PERFORMANCE.md): algbw = S_eff / t (GB/s = 1e9 B/s),
 // busbw = algbw x factor (traces/logs/record.hpp busbw_factor).
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -48,6 +50,17 @@ inline std::uint64_t effective_bytes(const std::string& collective, std::uint64_
     return c * static_cast<std::uint64_t>(ranks) * elem_bytes;
   }
   return c * elem_bytes;
+}
+
+/// Median of the values (mean of the two middle ones for an even count; 0 for none).
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  const std::size_t m = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m), v.end());
+  const double hi = v[m];
+  if (v.size() % 2 == 1) return hi;
+  const double lo = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m));
+  return (lo + hi) / 2;
 }
 
 /// algbw in GB/s for S bytes in t microseconds (0 when t = 0).

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <csignal>
 #include <chrono>
@@ -233,21 +234,60 @@ AlgorithmRun collectives_with_algorithm(const std::vector<std::string>& collecti
   return run;
 }
 
+AlgorithmSequence algorithm_sequence(const std::vector<std::string>& collectives, const std::vector<std::string>& entries) {
+  std::vector<AlgorithmRun> runs;
+  for (const auto& e : entries) runs.push_back(collectives_with_algorithm(collectives, e));
+  AlgorithmSequence out;
+  for (const auto& c : collectives) {
+    for (const auto& run : runs) {
+      if (std::find(run.collectives.begin(), run.collectives.end(), c) == run.collectives.end()) continue;
+      out.collectives.push_back(c);
+      out.algorithms.push_back(run.algorithm);
+    }
+  }
+  return out;
+}
+
 std::vector<std::string> mpirun_command(const MpiRun& r) {
   std::vector<std::string> cmd = r.wrapper;
   cmd.insert(cmd.end(), {r.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", std::to_string(r.np)});
-  if (!r.algorithm.empty()) {
+  if (!r.algorithms.empty() && r.algorithms.size() != r.collectives.size()) {
+    throw ConfigError("--algorithm", fmt::format("{} algorithms for {} collectives", r.algorithms.size(), r.collectives.size()),
+                      "one algorithm per collective");
+  }
+  const auto id_of = [&](const std::string& c, const std::string& alg) {
+    const auto id = ompi_algorithm_id(c, alg);
+    if (!id) {
+      throw ConfigError("--algorithm", fmt::format("'{}' is not an OpenMPI {} algorithm", alg, c),
+                        "one of " + ompi_algorithm_names(c));
+    }
+    return *id;
+  };
+  std::string labels, cvars;  // per entry (r.algorithms), for the program
+  if (!r.algorithms.empty()) {
+    bool any = false;
+    for (std::size_t i = 0; i < r.collectives.size(); ++i) {
+      const auto& c = r.collectives[i];
+      const auto& alg = r.algorithms[i];
+      const char* mca = mca_name(c);
+      if (!alg.empty() && !mca) {
+        throw ConfigError("--algorithm", fmt::format("'{}' for {}, which has no OpenMPI algorithm", alg, c),
+                          "no algorithm for point-to-point kinds");
+      }
+      const int id = alg.empty() ? 0 : id_of(c, alg);  // 0: OpenMPI's own decision
+      any = any || id != 0;
+      labels += fmt::format("{}{}:{}", i ? "," : "", c, alg);
+      cvars += fmt::format("{}{}", i ? "," : "", mca ? fmt::format("{}={}", mca, id) : std::string("none"));
+    }
+    if (any) cmd.insert(cmd.end(), {"--mca", "coll_tuned_use_dynamic_rules", "1"});
+  } else if (!r.algorithm.empty()) {
     cmd.insert(cmd.end(), {"--mca", "coll_tuned_use_dynamic_rules", "1"});
     for (const auto& c : r.collectives) {
       const char* mca = mca_name(c);
       if (!mca) continue;  // point-to-point kinds have no algorithm
-      const auto id = ompi_algorithm_id(c, r.algorithm);
-      if (!id) {
-        throw ConfigError("--algorithm", fmt::format("'{}' is not an OpenMPI {} algorithm", r.algorithm, c),
-                          "one of " + ompi_algorithm_names(c));
-      }
-      cmd.insert(cmd.end(), {"--mca", mca, std::to_string(*id)});
+      cmd.insert(cmd.end(), {"--mca", mca, std::to_string(id_of(c, r.algorithm))});
     }
+    labels = r.algorithm;
   }
   cmd.insert(cmd.end(), r.mpirun_args.begin(), r.mpirun_args.end());
   const std::string program = r.program.empty() ? self_dir() + "/shardsim-mpi-bench" : r.program;
@@ -256,7 +296,8 @@ std::vector<std::string> mpirun_command(const MpiRun& r) {
   cmd.insert(cmd.end(), {program, "-c", colls, "-b", r.min_bytes, "-e", r.max_bytes, "-f", std::to_string(r.factor),
                          "-w", std::to_string(r.warmup), "-n", std::to_string(r.iters), "-p", std::to_string(r.peer),
                          "--source", r.source});
-  if (!r.algorithm.empty()) cmd.insert(cmd.end(), {"-a", r.algorithm});
+  if (!labels.empty()) cmd.insert(cmd.end(), {"-a", labels});
+  if (!cvars.empty()) cmd.insert(cmd.end(), {"--cvar", cvars});
   if (!r.jsonl.empty()) cmd.insert(cmd.end(), {"-o", r.jsonl});
   if (!r.topology_file.empty()) cmd.insert(cmd.end(), {"-t", r.topology_file});
   if (r.idle_sleep_us > 0) cmd.insert(cmd.end(), {"--idle-sleep-us", std::to_string(r.idle_sleep_us)});

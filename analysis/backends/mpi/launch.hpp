@@ -79,10 +79,28 @@ struct AlgorithmRun {
 };
 AlgorithmRun collectives_with_algorithm(const std::vector<std::string>& collectives, const std::string& entry);
 
+/// Every (collective, algorithm) pair the `--algorithm` entries ask for (collectives_with_algorithm
+/// each), grouped by collective in the order of `collectives`, then in the order of the entries:
+/// what one mpirun of `bench emulate` runs, switching the algorithm in the process (MpiRun::
+/// algorithms). An empty entry (OpenMPI's own choice) adds every collective with "". Throws what
+/// collectives_with_algorithm throws.
+struct AlgorithmSequence {
+  std::vector<std::string> collectives;  ///< may repeat: one entry per pair
+  std::vector<std::string> algorithms;   ///< parallel to collectives
+};
+AlgorithmSequence algorithm_sequence(const std::vector<std::string>& collectives, const std::vector<std::string>& entries);
+
 struct MpiRun {
   int np = 2;
   std::vector<std::string> collectives{"allreduce"};
   std::string algorithm;  ///< OpenMPI name; empty = OpenMPI's default decision
+  /// Not empty: one per entry of `collectives`, which may then repeat a collective; the program
+  /// runs the entries in order and, before each, sets that collective's coll_tuned_<coll>_algorithm
+  /// through MPI_T (MPI_T_cvar_write) and times it on a fresh MPI_Comm_dup, whose tuned module
+  /// reads the variable when it is created ("" = 0, OpenMPI's own decision). One mpirun for all
+  /// algorithms: mpirun's start-up, a daemon per emulated host through the rsh agent, took 8-10 s
+  /// per launch at 8 hosts on the loaded 2-core machine, more than the data of most pairs.
+  std::vector<std::string> algorithms;
   std::string min_bytes = "1M", max_bytes = "8M";
   std::uint64_t factor = 2;
   int warmup = 2, iters = 10, peer = 1;
@@ -106,8 +124,10 @@ struct MpiRun {
 };
 
 /// The mpirun command line for a run: --allow-run-as-root --oversubscribe (2 cores), the
-/// algorithm's MCA parameters, then the program and its options. Throws ConfigError for an
-/// algorithm a requested collective does not have (naming --algorithm and the valid names).
+/// algorithm's MCA parameters, then the program and its options (with `algorithms`: only
+/// coll_tuned_use_dynamic_rules on the command line, and the program gets `-a COLL:NAME,...`,
+/// the records' labels, and `--cvar VAR=ID,...`, both parallel to `-c`). Throws ConfigError for an algorithm a requested
+/// collective does not have (naming --algorithm and the valid names).
 std::vector<std::string> mpirun_command(const MpiRun& r);
 
 /// Runs it; throws LaunchError (mpirun missing, program missing, timeout, non-zero exit)
