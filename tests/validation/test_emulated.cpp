@@ -364,3 +364,13 @@ TEST_CASE("a SIGKILLed run leaves namespaces that the next run removes; SIGTERM 
   CHECK(WEXITSTATUS(status) == 128 + SIGTERM);
   CHECK(backends::emu_namespaces().empty());
 }
+
+TEST_CASE("emu_kind_from_string: names, aliases and the unknown-name error listing the names") {
+  using backends::EmuKind;
+  CHECK(backends::emu_kind_from_string("bus") == EmuKind::bus);
+  CHECK(backends::emu_kind_from_string("star") == EmuKind::switch_star);
+  CHECK(backends::emu_kind_from_string("fat_tree") == EmuKind::two_level);
+  CHECK(std::string(backends::to_string(EmuKind::two_level)) == "two-level");
+  CHECK_THROWS_WITH_AS(backends::emu_kind_from_string("ring"),
+                       "--spec: unknown emulated topology 'ring'; expected one of bus, switch, two-level", ConfigError);
+}

@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 
 #include "analysis/backends/mpi/launch.hpp"
+#include "sim/enum_names.hpp"
 #include "sim/error.hpp"
 #include "sim/units.hpp"
 
@@ -66,23 +68,21 @@ std::string uplink_of(const EmuSpec& s) {
   return fmt::format("{}Mbit", up_bits / 1e6);
 }
 
+// The emulated kinds: their names first (to_string), then the aliases the spec also accepts.
+constexpr std::array<EnumName<EmuKind>, 3> kEmuKinds{
+    {{EmuKind::bus, "bus"}, {EmuKind::switch_star, "switch"}, {EmuKind::two_level, "two-level"}}};
+constexpr std::array<EnumName<EmuKind>, 3> kEmuAliases{
+    {{EmuKind::switch_star, "star"}, {EmuKind::two_level, "two_level"}, {EmuKind::two_level, "fat_tree"}}};
 }  // namespace
 
 EmuKind emu_kind_from_string(const std::string& s) {
-  if (s == "bus") return EmuKind::bus;
-  if (s == "switch" || s == "star") return EmuKind::switch_star;
-  if (s == "two-level" || s == "two_level" || s == "fat_tree") return EmuKind::two_level;
-  throw ConfigError("--spec", fmt::format("unknown emulated topology '{}'", s), "bus, switch or two-level");
+  for (const auto& a : kEmuAliases) {
+    if (a.name == s) return a.value;
+  }
+  return enum_from_name(kEmuKinds, s, "emulated topology", "--spec");
 }
 
-const char* to_string(EmuKind k) {
-  switch (k) {
-    case EmuKind::bus: return "bus";
-    case EmuKind::switch_star: return "switch";
-    case EmuKind::two_level: return "two-level";
-  }
-  return "?";
-}
+const char* to_string(EmuKind k) { return enum_name(kEmuKinds, k); }
 
 nlohmann::json emu_topology_json(const EmuSpec& s) {
   if (s.hosts < 2 || s.hosts > 64) throw ConfigError("--hosts", std::to_string(s.hosts), "2 to 64 hosts");
