@@ -100,7 +100,10 @@ constexpr Deviation kDeviations[] = {
      "a rank's concurrent isends leave in posting order (socket buffer, FIFO queue), not "
      "max-min fair: at 1 MiB the first child forwards early (switch: 51.9 ms measured, 68.2 fair, "
      "45.5 one after the other); switch median 28.4 % on merged main, quiet machine"},
-    {"*", "broadcast", "binomial", 0.28, "as binary_tree: the root's concurrent sends leave in posting order"},
+    {"*", "broadcast", "binomial", 0.35,
+     "as binary_tree: the root's concurrent sends leave in posting order (the fair share over-predicts "
+     "by up to 68.2 / 45.5 - 1 = 50 % when they go one after the other); switch medians 23.9-30.1 % "
+     "over five runs, 29.1 % (repeat 28.4 %) in a clean-clone run (docs/measurements.md)"},
     {"*", "broadcast", "scatter_allgather_ring", 0.33,
      "measured 19-25 % slower than the binomial scatter + ring all-gather schedule on the switch; "
      "cause not isolated"},
@@ -214,26 +217,31 @@ void check_cluster(const std::string& spec, int hosts, const std::string& rate) 
   for (const auto& row : rows) CHECK(row.model_algorithm.rfind("ompi:", 0) == 0);  // OpenMPI's own schedule
   const auto sums = validation::summarize(rows, kMinBytes);
   REQUIRE(sums.size() == modelled_pairs().size());
-  // Pairs above their bound: once more, on a new cluster, predicted with the same profile (only
-  // where a bound is checked: repeating every pair above 5 % at 8 hosts doubled the entry's time).
+  // Pairs above their bound: once more, on a new cluster with its own point-to-point records and
+  // profile (a slow calibration iteration moves a whole cluster by 8-17 %: docs/measurements.md),
+  // only where a bound is checked (repeating every pair above 5 % at 8 hosts doubled the time).
   std::string again;
   for (const auto& sm : sums) {
     const auto bound = bound_of(spec, hosts, rate, sm.collective, sm.algorithm);
     if (bound && sm.median_abs_error > *bound) again += fmt::format("{}{}:{}", again.empty() ? "" : ",", sm.collective, sm.algorithm);
   }
   std::vector<validation::Summary> sums2;
+  std::string repeat_profile;
   if (!again.empty()) {
-    auto recs2 = emulate(spec, hosts, rate, again, "64K", "run2");
+    auto recs2 = emulate(spec, hosts, rate, again, "64K:1M:x4", "run2");
+    validation::Options vo2;
+    vo2.profile = calib::fit_profile(recs2, fo);  // the repeat's own point-to-point records
+    repeat_profile = fmt::format("; repeat profile efficiency {:.4f}", vo2.profile->classes.at(0).efficiency.value_or(0));
     std::erase_if(recs2, [](const logs::BenchRecord& r) { return logs::is_point_to_point(r.collective); });
-    sums2 = validation::summarize(validation::predict(recs2, vo), kMinBytes);
+    sums2 = validation::summarize(validation::predict(recs2, vo2), kMinBytes);
   }
   const std::string load_after = load_average();
   std::ostringstream table;
   const auto& cal = profile.classes.at(0);
   table << fmt::format("{}: profile alpha {:.1f} us, efficiency {:.4f} (exchange fit rms {:.1f} %); load average "
-                       "before {}, after {}\n",
+                       "before {}, after {}{}\n",
                        name, cal.alpha_s * 1e6, cal.efficiency.value_or(0), 100 * cal.fits.at("exchange").rms_rel_residual,
-                       load_before, load_after);
+                       load_before, load_after, repeat_profile);
   for (const auto& row : rows) {
     table << fmt::format("{} {:<13} {:<22} {:>8} B: measured {:>9.1f} us, predicted {:>9.1f} us, error {:+6.1f} %\n",
                          name, row.record.collective, row.record.algorithm.value_or("-"), row.record.bytes,
