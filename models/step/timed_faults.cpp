@@ -231,26 +231,35 @@ namespace {
 
 std::string p2p_name(const TaskNode& send) { return fmt::format("p2p {}->{}", send.rank, send.peer); }
 
-// The progress rule as the executor's collective runner: a timer to the end end() gives; a
-// send/recv pair is a broadcast over its two ranks (the point-to-point time of the mesh step).
-class ProgressRunner final : public CollectiveRunner {
+// A runner under timed faults: a collective on its group, a send/recv pair as a broadcast over
+// its two ranks (the point-to-point time of the mesh step), both through run().
+class TimedRunner : public CollectiveRunner {
  public:
-  explicit ProgressRunner(TimedFaultComm& c) : c_(c) {}
   [[nodiscard]] bool time_varying() const override { return true; }
   void start(sim::Simulator& sim, const TaskGraph& g, NodeId n, std::function<void(Time)> done) override {
     const auto& node = g.node(n);
     const auto& group = g.groups()[node.group];
-    timer(sim, node.op, node.size_bytes, group.ranks, group.name, std::move(done));
+    run(sim, node.op, node.size_bytes, group.ranks, group.name, std::move(done));
   }
   bool start_p2p(sim::Simulator& sim, const TaskGraph& g, NodeId send, std::function<void(Time)>& done) override {
     const auto& node = g.node(send);
-    timer(sim, coll::OpKind::broadcast, node.size_bytes, {node.rank, node.peer}, p2p_name(node), std::move(done));
+    run(sim, coll::OpKind::broadcast, node.size_bytes, {node.rank, node.peer}, p2p_name(node), std::move(done));
     return true;
   }
 
+ protected:
+  virtual void run(sim::Simulator& sim, coll::OpKind kind, std::uint64_t bytes, const std::vector<int>& ranks,
+                   const std::string& name, std::function<void(Time)> done) = 0;
+};
+
+// The progress rule as the executor's collective runner: a timer to the end end() gives.
+class ProgressRunner final : public TimedRunner {
+ public:
+  explicit ProgressRunner(TimedFaultComm& c) : c_(c) {}
+
  private:
-  void timer(sim::Simulator& sim, coll::OpKind kind, std::uint64_t bytes, const std::vector<int>& ranks,
-             const std::string& name, std::function<void(Time)> done) {
+  void run(sim::Simulator& sim, coll::OpKind kind, std::uint64_t bytes, const std::vector<int>& ranks,
+           const std::string& name, std::function<void(Time)> done) override {
     const Time e = ranks.size() <= 1 || bytes == 0 ? sim.now() : c_.end(kind, bytes, ranks, name, sim.now());
     sim.schedule_at(e, [d = std::move(done), e] { d(e); });
   }
@@ -266,20 +275,9 @@ class ProgressRunner final : public CollectiveRunner {
 // FaultRouter). A collective is planned (algorithm, schedule, routes) on the topology of the
 // state in force when it starts. A flow with no route left is the error of its process group,
 // naming the down links and the instant.
-class TimedFlowRunner final : public CollectiveRunner {
+class TimedFlowRunner final : public TimedRunner {
  public:
   explicit TimedFlowRunner(TimedFaultComm& c) : c_(c) {}
-  [[nodiscard]] bool time_varying() const override { return true; }
-  void start(sim::Simulator& sim, const TaskGraph& g, NodeId n, std::function<void(Time)> done) override {
-    const auto& node = g.node(n);
-    const auto& group = g.groups()[node.group];
-    run(sim, node.op, node.size_bytes, group.ranks, group.name, std::move(done));
-  }
-  bool start_p2p(sim::Simulator& sim, const TaskGraph& g, NodeId send, std::function<void(Time)>& done) override {
-    const auto& node = g.node(send);
-    run(sim, coll::OpKind::broadcast, node.size_bytes, {node.rank, node.peer}, p2p_name(node), std::move(done));
-    return true;
-  }
 
  private:
   struct Group {
@@ -288,7 +286,7 @@ class TimedFlowRunner final : public CollectiveRunner {
   };
 
   void run(sim::Simulator& sim, coll::OpKind kind, std::uint64_t bytes, const std::vector<int>& ranks,
-           const std::string& name, std::function<void(Time)> done) {
+           const std::string& name, std::function<void(Time)> done) override {
     if (ranks.size() <= 1 || bytes == 0) {
       sim.schedule_at(sim.now(), [d = std::move(done), t = sim.now()] { d(t); });
       return;

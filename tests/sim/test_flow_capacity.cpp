@@ -9,20 +9,14 @@
 
 #include "sim/flow_network.hpp"
 #include "sim/simulator.hpp"
+#include "flow_fixture.hpp"
 
 using namespace shardsim;
 using shardsim::sim::FlowNetwork;
 using shardsim::sim::Simulator;
 
 namespace {
-struct Fixture {
-  Simulator sim;
-  FlowNetwork net{sim};
-  std::map<std::uint64_t, double> done_at;  // tag -> seconds
-  Fixture() {
-    net.set_completion_handler([this](std::uint64_t tag) { done_at[tag] = sim.now().to_seconds(); });
-  }
-};
+using Fixture = shardsim::test::FlowFixture;
 using Route = std::vector<FlowNetwork::LinkIndex>;
 }  // namespace
 
