@@ -25,6 +25,22 @@ void check(const LayerShape& s) {
 }
 }  // namespace
 
+OpShape norm_kernels(double e, double elements, bool eager) {
+  OpShape o;
+  if (eager) {
+    o.ew_bytes_fwd = (28 + 4 * e) * elements;
+    o.ew_bytes_bwd = (72 + 8 * e) * elements;
+    o.ew_kernels_fwd = 8;
+    o.ew_kernels_bwd = 13;
+  } else {
+    o.ew_bytes_fwd = 2 * e * elements;
+    o.ew_bytes_bwd = 3 * e * elements;
+    o.ew_kernels_fwd = 1;
+    o.ew_kernels_bwd = 2;
+  }
+  return o;
+}
+
 std::vector<LayerOp> layer_ops(const LayerShape& s) {
   check(s);
   const double e = element_bytes(s.math);
@@ -38,14 +54,7 @@ std::vector<LayerOp> layer_ops(const LayerShape& s) {
   const double Tr = s.sequence_parallel ? d(T) / d(s.tp) : d(T);  // tokens of the replicated parts
   const double Th = Tr * d(h);
 
-  auto norm = [&](std::string name) {
-    LayerOp o{std::move(name), {}};
-    o.shape.ew_bytes_fwd = 2 * e * Th;
-    o.shape.ew_bytes_bwd = 3 * e * Th;
-    o.shape.ew_kernels_fwd = 1;
-    o.shape.ew_kernels_bwd = 2;
-    return o;
-  };
+  auto norm = [&](std::string name) { return LayerOp{std::move(name), norm_kernels(e, Th, s.eager_norm)}; };
   auto residual = [&](OpShape& o) {  // + dropout when on
     o.ew_bytes_fwd += 3 * e * Th;
     o.ew_bytes_bwd += 3 * e * Th;
@@ -78,6 +87,13 @@ std::vector<LayerOp> layer_ops(const LayerShape& s) {
     const double qk = d(T) * d(q_cols + kv_cols);
     core.shape.ew_bytes_fwd = core.shape.ew_bytes_bwd = (2 * e + 16) * qk;
     core.shape.ew_kernels_fwd = core.shape.ew_kernels_bwd = 6;
+  }
+  if (s.repeat_kv && kvh < heads) {
+    const double copy = 2 * e * d(T) * d(q_cols + kv_cols);  // K and V: read the kv heads, write every head
+    core.shape.ew_bytes_fwd += copy;
+    core.shape.ew_bytes_bwd += copy;
+    core.shape.ew_kernels_fwd += 2;
+    core.shape.ew_kernels_bwd += 2;
   }
   ops.push_back(std::move(core));
 

@@ -9,8 +9,22 @@
 //
 // Elementwise kernels per layer, e = bytes per activation element, T = micro_batch x seq
 // tokens (T / tp for the replicated parts under sequence parallelism), f = ffn / tp:
-//   norm (LayerNorm / RMSNorm)  fwd read x, write y: 2 e T h, 1 kernel; bwd read x, dy, write
-//                               dx: 3 e T h, 2 kernels (input and weight gradients)
+//   norm (LayerNorm / RMSNorm)  fused (one kernel, Apex / TransformerEngine / PyTorch's native
+//                               layer_norm / torch.compile): fwd read x, write y: 2 e T h, 1
+//                               kernel; bwd read x, dy, write dx: 3 e T h, 2 kernels (input and
+//                               weight gradients).
+//                               eager (`eager_norm`: the Llama reference RMSNorm that torchtitan's
+//                               norm_type = "rmsnorm" runs, `self._norm(x.float()).type_as(x) *
+//                               self.weight`, _norm = x * rsqrt(x.pow(2).mean(-1) + eps)), every
+//                               op its own kernel, per element of x (4-byte fp32 intermediates;
+//                               the per-row mean / rsqrt are T values, not counted):
+//                                 fwd x.float() e + 4, pow 8, mean 4, x * r 8, type_as 4 + e,
+//                                 * weight 2 e: (28 + 4 e) T h, 8 kernels (with + eps, rsqrt);
+//                                 bwd, PyTorch's autograd formulas (tools/autograd/
+//                                 derivatives.yaml): * weight: dy w 2 e, dw = sum(dy y) 4 e;
+//                                 type_as e + 4; x * r: g r 8, sum(g x) 16; mean: the expanded
+//                                 g / N 4; pow: x.pow(1) 8, * 2 8, * g 12; the two gradients of
+//                                 x summed 12; .float() 4 + e: (72 + 8 e) T h, 13 kernels.
 //   residual add                fwd 3 e T h, 1 kernel; bwd the gradient sum, 3 e T h, 1 kernel
 //   dropout (dropout > 0)       fwd read x, write y and a 1-byte mask: (2 e + 1) T h, 1 kernel;
 //                               bwd the same
@@ -19,6 +33,10 @@
 //   rotary (on Q and K)         the Llama reference path (x.float() as complex, multiply,
 //                               type_as): (e + 4) + 8 + (4 + e) bytes per element of Q and K,
 //                               3 kernels each, fwd and bwd
+//   repeat_kv (`repeat_kv`,     K and V expanded to every query head by a copy (the Llama
+//   GQA, kv heads < heads)      reference's x[:, :, :, None, :].expand(...).reshape(...)): fwd
+//                               read e T kv, write e T q per tensor, 2 kernels; bwd the expand's
+//                               gradient, a sum over the copies: the same bytes, 2 kernels.
 // Ops, in the zoo's order: norm1, attn.qkv, attn.core, attn.out (+ residual, dropout), norm2,
 // mlp.up (gate and up, or fc1), mlp.act, mlp.down (+ residual, dropout).
 #include <cstdint>
@@ -38,8 +56,14 @@ struct LayerShape {
   bool rotary = false;      ///< rotary embeddings applied to Q and K
   bool fused_qkv = true;    ///< one QKV GEMM (Megatron, MPT) or three (Llama reference, torchtitan)
   bool sequence_parallel = false;
+  bool eager_norm = false;  ///< the norm as the Llama reference's separate eager ops (above)
+  bool repeat_kv = false;   ///< GQA K / V copied to every query head (no effect when kv heads = heads)
   MathType math = MathType::bf16;
 };
+
+/// The kernels of one norm over `elements` (tokens x width) activations of `e` bytes: fused or
+/// the eager reference RMSNorm (bytes and kernel counts in the header comment).
+OpShape norm_kernels(double e, double elements, bool eager);
 
 struct LayerOp {
   std::string name;

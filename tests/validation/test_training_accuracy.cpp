@@ -22,7 +22,9 @@
 // StepConfig::reduce_bytes), in bf16 for PURE. Compute overlapped by an FSDP
 // collective runs on the SMs NCCL's channels leave (Device::comm_units, models/step/executor.hpp).
 // GEMMs and attention run at the presets' sustained (power-limited) rates (device.cpp).
-// Asserted: median |relative MFU error| <= 21.5 % and largest <= 47.5 % (what is reached, 21.0 %
+// torchtitan's eager rows run the reference RMSNorm op by op and repeat_kv's copies
+// (zoo::TransformerConfig::eager_kernels); its torch.compile rows the fused count.
+// Asserted: median |relative MFU error| <= 20.0 % and largest <= 47.5 % (what is reached, 19.5 %
 // and 47.0 %; issue 15's target of 10 % is not met), and every configuration that ran is predicted
 // to fit. SHARDSIM_ACCURACY_BREAKDOWN=1 prints each simulated step's parts to stderr.
 // Label accuracy; prints the table that docs/validation.md carries.
@@ -62,7 +64,12 @@ struct Prediction {
 
 double gib(double b) { return b / double(1ULL << 30); }
 
-zoo::TransformerConfig config_of(const json& m) {
+// `r`: the record. torchtitan's rows run its Llama in eager PyTorch unless torch.compile is on:
+// train_configs/llama3_8b.toml sets norm_type = "rmsnorm" (the reference RMSNorm, every op its
+// own kernel; torchtitan @ 0011fb9 and the first release's file), and the model copies K / V to
+// every query head (repeat_kv); with torch.compile the block's elementwise ops are fused.
+zoo::TransformerConfig config_of(const json& r) {
+  const json& m = r.at("model");
   zoo::TransformerConfig c;
   c.layers = m.at("layers").get<std::uint64_t>();
   c.d_model = m.at("hidden").get<std::uint64_t>();
@@ -79,6 +86,7 @@ zoo::TransformerConfig config_of(const json& m) {
   c.dropout = false;
   c.flash_attention = true;
   c.fused_qkv = !llama;
+  c.eager_kernels = llama && !r.value("torch_compile", false);
   return c;
 }
 
@@ -116,7 +124,7 @@ Run simulate(const json& r, bool checkpointing, bool selective_op = false) {
   const std::string gpu = r.at("gpu_type").get<std::string>();
   std::uint64_t accum = r.contains("grad_accum") ? r.at("grad_accum").get<std::uint64_t>() : 0;
   if (accum == 0) accum = r.at("global_batch_sequences").get<std::uint64_t>() / (gpus * mb);
-  const auto w = trace::to_workload(zoo::transformer_trace(m.at("name").get<std::string>(), config_of(m), mb, seq));
+  const auto w = trace::to_workload(zoo::transformer_trace(m.at("name").get<std::string>(), config_of(r), mb, seq));
   const bool h100 = gpu.rfind("H100", 0) == 0;
   // torchtitan's H100s: 96 GB HBM2e parts at 500 W (the record's gpu_type, its SOURCE).
   const char* preset = !h100 ? (gpu.find("40GB") != std::string::npos ? "a100-40gb" : "a100-80gb")
@@ -143,7 +151,7 @@ Run simulate(const json& r, bool checkpointing, bool selective_op = false) {
   if (selective_op) {
     // On the compute stream before each layer's backward, every micro-batch: added to the step.
     const double extra = static_cast<double>(accum) * m.at("layers").get<double>() *
-                         selective_op_recompute_s(dev, config_of(m), mb, seq);
+                         selective_op_recompute_s(dev, config_of(r), mb, seq);
     s.step_time_s += extra;
     s.backward_s += extra;
   }
@@ -186,7 +194,10 @@ std::vector<Prediction> predict_all() {
       } else {
         run = simulate(r, rc == "full");
       }
-      if (r.value("torch_compile", false)) note += std::string(note.empty() ? "" : "; ") + "torch.compile (not modelled)";
+      if (!r.value("torch_compile", false) && r.at("model").contains("gated_ffn")) {
+        note += std::string(note.empty() ? "" : "; ") + "eager: reference RMSNorm, repeat_kv";
+      }
+      if (r.value("torch_compile", false)) note += std::string(note.empty() ? "" : "; ") + "torch.compile: fused norms, no repeat_kv copies";
       Prediction x;
       x.id = r.at("id").get<std::string>();
       x.measured_tps = r.at("measured").at("tokens_per_s_per_gpu").get<double>();
@@ -242,7 +253,7 @@ TEST_CASE("published FSDP runs: MFU predicted from presets (median |error| bound
   const double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
   fmt::print("\n{} records; median |MFU error| {:.1f} %; largest {:.1f} %; predicted not to fit: {}\n", n, 100 * median,
              100 * sorted.back(), misfits);
-  CHECK(median <= 0.215);
+  CHECK(median <= 0.200);
   CHECK(sorted.back() <= 0.475);
   CHECK(misfits == 0);
 }

@@ -90,6 +90,8 @@ compute::LayerShape layer_shape(const TransformerConfig& c, std::uint64_t batch,
   s.dropout = c.dropout;
   s.rotary = c.learned_positions == 0 && !c.encoder;
   s.fused_qkv = c.fused_qkv;
+  s.eager_norm = c.eager_kernels;
+  s.repeat_kv = c.eager_kernels;
   return s;
 }
 
@@ -201,7 +203,7 @@ trace::Trace transformer_trace(const std::string& name, const TransformerConfig&
           act * Tm * (2 * h + V));
   } else {
     b.fwd("final_norm", head, norm_flops, 2.0 * act * T * h, norm("final_norm"), act * T * h,
-          elementwise(2.0 * act * T * h, 3.0 * act * T * h, 1, 2));
+          compute::norm_kernels(act, T * h, c.eager_kernels));
     std::vector<Tensor> lm;
     if (!c.tied_embeddings) lm.push_back(mat("lm_head", c.d_model, c.vocab));
     // Logits (2ThV) and softmax cross-entropy (~5 FLOPs per logit); saved: input and logits.

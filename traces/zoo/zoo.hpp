@@ -47,6 +47,11 @@ struct TransformerConfig {
   bool dropout = true;                  ///< dropout > 0: masks saved (and timed) where it applies
   bool flash_attention = false;
   bool fused_qkv = true;                ///< one QKV GEMM; Llama's reference code has three
+  /// The Llama reference code in PyTorch eager (torchtitan's norm_type = "rmsnorm", no
+  /// torch.compile): the RMSNorm as its separate ops and GQA's repeat_kv copies
+  /// (compute::LayerShape::eager_norm / repeat_kv). Off: fused norms (Megatron-LM,
+  /// TransformerEngine, PyTorch's native layer_norm, torch.compile) and GQA-aware attention.
+  bool eager_kernels = false;
 };
 
 struct ModelInfo {

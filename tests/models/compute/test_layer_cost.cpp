@@ -168,3 +168,52 @@ TEST_CASE("the step times zoo ops by the per-op model; ops without a shape keep 
   const auto r3 = step::simulate_step(bare, h100, c, none);
   CHECK(r3.forward_s == doctest::Approx(1e-3 * static_cast<double>(bare.ops.size() / 2)).scale(0));
 }
+
+TEST_CASE("eager reference RMSNorm and repeat_kv: the bytes and kernels of the header's count") {
+  // Llama 3 8B shapes, bf16 (e = 2): a fused norm moves 2e / 3e bytes per element, the eager
+  // reference (x.float(), pow, mean, x * r, type_as, * weight and their autograd) 28 + 4e = 36
+  // forward and 72 + 8e = 88 backward; repeat_kv copies K and V to 32 heads from 8.
+  compute::LayerShape s{.hidden = 4096, .heads = 32, .kv_heads = 8, .ffn = 14336, .seq = 8192, .micro_batch = 2,
+                        .gated = true, .fused_qkv = false};
+  const double T = 2.0 * 8192, h = 4096, kv = 1024;
+  const auto fused = compute::layer_ops(s);
+  s.eager_norm = true;
+  s.repeat_kv = true;
+  const auto eager = compute::layer_ops(s);
+  REQUIRE(eager.size() == fused.size());
+  for (std::size_t i : {std::size_t{0}, std::size_t{4}}) {  // norm1, norm2
+    CHECK(fused[i].shape.ew_bytes_fwd == doctest::Approx(4 * T * h).scale(0));
+    CHECK(fused[i].shape.ew_bytes_bwd == doctest::Approx(6 * T * h).scale(0));
+    CHECK(eager[i].shape.ew_bytes_fwd == doctest::Approx(36 * T * h).scale(0));
+    CHECK(eager[i].shape.ew_bytes_bwd == doctest::Approx(88 * T * h).scale(0));
+    CHECK(eager[i].shape.ew_kernels_fwd == 8);
+    CHECK(eager[i].shape.ew_kernels_bwd == 13);
+  }
+  // attn.core: the copies add 2 e T (h + kv) each way and 2 kernels; GEMMs and attention unchanged.
+  CHECK(eager[2].shape.ew_bytes_fwd - fused[2].shape.ew_bytes_fwd == doctest::Approx(4 * T * (h + kv)).scale(0));
+  CHECK(eager[2].shape.ew_bytes_bwd - fused[2].shape.ew_bytes_bwd == doctest::Approx(4 * T * (h + kv)).scale(0));
+  CHECK(eager[2].shape.ew_kernels_fwd == fused[2].shape.ew_kernels_fwd + 2);
+  CHECK(gemm_flops(eager) == doctest::Approx(gemm_flops(fused)).scale(0));
+  // Without GQA (kv heads = heads) there is nothing to copy.
+  s.kv_heads = 32;
+  s.rotary = true;
+  const auto mha = compute::layer_ops(s);
+  s.repeat_kv = false;
+  CHECK(mha[2].shape.ew_bytes_fwd > 0);
+  CHECK(mha[2].shape.ew_bytes_fwd == compute::layer_ops(s)[2].shape.ew_bytes_fwd);
+  // The zoo: eager_kernels turns both on, in every layer and the final norm; the step is slower.
+  zoo::TransformerConfig c = zoo::find_model("llama3-8b", "t").transformer;
+  const auto& h100 = compute::find_device("h100", "t");
+  auto layer_s = [&](bool eager_kernels) {
+    c.eager_kernels = eager_kernels;
+    const auto t = compute::layer_time(h100, zoo::layer_shape(c, 1, 8192));
+    return t.forward_s + t.backward_s;
+  };
+  const double t_fused = layer_s(false), t_eager = layer_s(true);
+  // Extra per layer: (36 - 4) + (88 - 6) bytes per element in each of 2 norms, 4 T (h + kv) each
+  // way for the copies, at hbm x mem_eff; 2 x (7 + 11) + 4 more kernel launches.
+  const double Tl = 8192;
+  const double extra_bytes = 2 * (32 + 82) * Tl * h + 2 * 4 * Tl * (h + kv);
+  const double extra_s = extra_bytes / (h100.hbm_Bps * h100.mem_eff) + (2 * (7 + 11) + 4) * h100.launch_s;
+  CHECK(t_eager - t_fused == doctest::Approx(extra_s).epsilon(1e-9));
+}
