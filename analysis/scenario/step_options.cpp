@@ -106,6 +106,10 @@ const std::vector<StepOptionSpec>& step_option_table() {
       {"uneven-stages", "", &S::uneven_stages, "--mesh: allow a pp that does not divide the layers (Llama 3 rule)", ""},
       {"no-flash-attention", "", &S::no_flash_attention, "Unfused attention: the s^2 scores stored and timed (default: flash for decoder models)",
        ""},
+      {"eager-kernels", "", &S::eager_kernels,
+       "The Llama reference code as eager PyTorch runs it (torchtitan without torch.compile): RMSNorm op by op, "
+       "GQA's repeat_kv copies, the reference rotary (default: fused kernels)",
+       ""},
   };
   return table;
 }

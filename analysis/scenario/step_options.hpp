@@ -69,6 +69,7 @@ struct StepOptions {
   std::optional<bool> tp_comm_overlap;
   std::optional<bool> uneven_stages;
   std::optional<bool> no_flash_attention;
+  std::optional<bool> eager_kernels;
 };
 
 /// One row of the option table. `field` points at the StepOptions member; its type is the

@@ -75,7 +75,7 @@ struct StepRunner::Cache {
     std::uint64_t seq = 0;
     step::Workload workload;
   };
-  std::map<std::tuple<std::string, std::uint64_t, std::uint64_t, bool>, Prepared> zoo;  // by (model, batch, seq, unfused)
+  std::map<std::tuple<std::string, std::uint64_t, std::uint64_t, bool, bool>, Prepared> zoo;  // by (model, batch, seq, unfused, eager)
   // Topologies with --faults applied: by (topology they degrade, spec).
   std::map<std::pair<const topo::Topology*, std::string>, std::unique_ptr<topo::Topology>> faulty;
 };
@@ -203,10 +203,12 @@ StepReport StepRunner::run(const StepOptions& o, bool record_timeline) {
     if (!o.batch_per_device) throw ConfigError("--batch-per-device", "missing", "a positive batch");
     batch = static_cast<std::uint64_t>(*o.batch_per_device);
     const std::uint64_t seq = o.seq ? static_cast<std::uint64_t>(*o.seq) : 0;
-    const auto key = std::make_tuple(m.name, batch, seq, o.no_flash_attention.value_or(false));
+    const bool eager = o.eager_kernels.value_or(false);
+    const auto key = std::make_tuple(m.name, batch, seq, o.no_flash_attention.value_or(false), eager);
     auto it = cache_->zoo.find(key);
     if (it == cache_->zoo.end()) {
-      const auto tr = zoo::generate(m, batch, seq, o.no_flash_attention.value_or(false) ? std::optional<bool>(false) : std::nullopt);
+      const auto tr = zoo::generate(m, batch, seq, o.no_flash_attention.value_or(false) ? std::optional<bool>(false) : std::nullopt,
+                                    eager);
       it = cache_->zoo.emplace(key, Cache::Prepared{tr.name, tr.seq_len, trace::to_workload(tr)}).first;
     }
     prepared = &it->second;

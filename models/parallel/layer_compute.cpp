@@ -36,8 +36,10 @@ compute::LayerShape kernel_shape(const ModelSpec& m, const LayerShape& l, std::u
   s.flash = l.flash_attention;
   s.causal = m.decoder;
   s.dropout = m.dropout;
-  s.rotary = false;  // Megatron-Core fuses RoPE (header)
+  s.rotary = l.eager_kernels && m.decoder && !m.learned_positions;  // Megatron-Core fuses RoPE (header)
   s.fused_qkv = true;
+  s.eager_norm = l.eager_kernels && m.rmsnorm;
+  s.repeat_kv = l.eager_kernels;
   s.sequence_parallel = l.sequence_parallel;
   s.math = l.math;
   return s;

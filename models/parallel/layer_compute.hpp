@@ -11,7 +11,8 @@
 // sequence parallelism, Korthikanti et al. 2022 sec. 4.2.2, the norms, residuals and dropouts
 // on s_q / t tokens):
 //   compute::layer_ops with seq = s_q, fused QKV (Megatron-LM's linear_qkv), no rotary kernels
-//   (Megatron-Core fuses RoPE into one kernel: --apply-rope-fusion; left out), causal
+//   (Megatron-Core fuses RoPE into one kernel: --apply-rope-fusion; left out; with eager_kernels
+//   the reference path's and the eager RMSNorm's kernels, transformer_cost.hpp), causal
 //   attention for decoders; the attention core is re-shaped to s_q queries over s keys
 //   (context parallelism: each rank's queries attend to every key, load-balanced causal
 //   chunks keep the halving, Megatron-Core CP);
@@ -46,6 +47,9 @@ struct LayerShape {
   Recompute recompute = Recompute::none;
   compute::MathType math = compute::MathType::bf16;
   double moe_imbalance = 1.0;     ///< tokens on the busiest expert rank / the mean (>= 1)
+  /// The Llama reference code as eager PyTorch runs it (compute::LayerShape::eager_norm for
+  /// RMSNorm models, repeat_kv, the reference rotary); off: Megatron-Core's fused kernels.
+  bool eager_kernels = false;
 };
 
 /// Seconds of one layer shard on one device, one micro-batch. Parts, so that the step graph

@@ -98,6 +98,7 @@ struct ParallelStepConfig {
   bool sequence_parallel = false;
   bool tp_comm_overlap = false;  ///< overlap tp collectives with the GEMMs (see above)
   std::optional<bool> flash_attention;  ///< unset: on for decoders
+  bool eager_kernels = false;           ///< parallel::LayerShape::eager_kernels
   parallel::DpStrategy strategy;
   const opt::Optimizer* optimizer = nullptr;
   opt::Precision precision = opt::Precision::mixed;

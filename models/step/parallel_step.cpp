@@ -57,6 +57,7 @@ detail::Shape make_shape(const ParallelStepConfig& c, const compute::Device& dev
   l.cp = z.cp;
   l.sequence_parallel = c.sequence_parallel;
   l.flash_attention = mem.flash_attention;
+  l.eager_kernels = c.eager_kernels;
   l.recompute = c.recompute;
   l.math = c.precision == opt::Precision::mixed ? compute::MathType::bf16 : compute::MathType::fp32;
   l.moe_imbalance = c.moe_imbalance;

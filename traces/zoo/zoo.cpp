@@ -90,7 +90,7 @@ compute::LayerShape layer_shape(const TransformerConfig& c, std::uint64_t batch,
   s.dropout = c.dropout;
   s.rotary = c.learned_positions == 0 && !c.encoder;
   s.fused_qkv = c.fused_qkv;
-  s.eager_norm = c.eager_kernels;
+  s.eager_norm = c.eager_kernels && c.rmsnorm;  // PyTorch's LayerNorm is one native kernel
   s.repeat_kv = c.eager_kernels;
   return s;
 }
@@ -203,7 +203,7 @@ trace::Trace transformer_trace(const std::string& name, const TransformerConfig&
           act * Tm * (2 * h + V));
   } else {
     b.fwd("final_norm", head, norm_flops, 2.0 * act * T * h, norm("final_norm"), act * T * h,
-          compute::norm_kernels(act, T * h, c.eager_kernels));
+          compute::norm_kernels(act, T * h, c.eager_kernels && c.rmsnorm));
     std::vector<Tensor> lm;
     if (!c.tied_embeddings) lm.push_back(mat("lm_head", c.d_model, c.vocab));
     // Logits (2ThV) and softmax cross-entropy (~5 FLOPs per logit); saved: input and logits.
@@ -362,10 +362,12 @@ const ModelInfo& find_model(const std::string& name, const std::string& where) {
   return models()[model_registry().at(name, where)];
 }
 
-trace::Trace generate(const ModelInfo& m, std::uint64_t batch, std::uint64_t seq, std::optional<bool> flash) {
+trace::Trace generate(const ModelInfo& m, std::uint64_t batch, std::uint64_t seq, std::optional<bool> flash,
+                      bool eager_kernels) {
   if (m.resnet) return resnet50_trace(batch);
   TransformerConfig c = m.transformer;
   if (flash) c.flash_attention = *flash;
+  c.eager_kernels = eager_kernels;
   return transformer_trace(m.name, c, batch, seq == 0 ? m.default_seq : seq);
 }
 

@@ -48,7 +48,7 @@ struct TransformerConfig {
   bool flash_attention = false;
   bool fused_qkv = true;                ///< one QKV GEMM; Llama's reference code has three
   /// The Llama reference code in PyTorch eager (torchtitan's norm_type = "rmsnorm", no
-  /// torch.compile): the RMSNorm as its separate ops and GQA's repeat_kv copies
+  /// torch.compile): the RMSNorm (rmsnorm models) as its separate ops and GQA's repeat_kv copies
   /// (compute::LayerShape::eager_norm / repeat_kv). Off: fused norms (Megatron-LM,
   /// TransformerEngine, PyTorch's native layer_norm, torch.compile) and GQA-aware attention.
   bool eager_kernels = false;
@@ -74,7 +74,9 @@ const Registry& model_registry();
 /// Trace of one replica's micro-batch of `batch` samples (seq 0 = model default; ignored by
 /// ResNet-50); `flash` overrides the model's attention (unset: its default). Throws
 /// ConfigError for batch 0. O(layers) ops.
-trace::Trace generate(const ModelInfo& m, std::uint64_t batch, std::uint64_t seq, std::optional<bool> flash = std::nullopt);
+/// `eager_kernels`: TransformerConfig::eager_kernels.
+trace::Trace generate(const ModelInfo& m, std::uint64_t batch, std::uint64_t seq, std::optional<bool> flash = std::nullopt,
+                      bool eager_kernels = false);
 trace::Trace transformer_trace(const std::string& name, const TransformerConfig& c, std::uint64_t batch,
                                std::uint64_t seq);
 /// The kernels of one layer of `c` for a micro-batch of `batch` x `seq` tokens (tp = 1).

@@ -124,3 +124,32 @@ TEST_CASE("step --mesh data=64,model=16 on tpu-v3-1024: GSPMD axes mapped onto t
   CHECK(wrong.out.find("--mesh: dp x tp x pp x cp x ep = 32 x 16 x 1 x 1 x 1 = 512 devices; expected the device count 1024") !=
         std::string::npos);
 }
+
+TEST_CASE("step --eager-kernels: the reference RMSNorm and repeat_kv, data-parallel and mesh") {
+  // Data parallel, Llama 3 8B, 1 x 8192 tokens, one H100 (dp 1: no collective contends). The
+  // forward grows by the eager kernels' extra bytes (transformer_cost.hpp) at the h100 preset's
+  // 3.35 TB/s x 0.8 plus their extra launches at 4 us: per layer 2 norms x (36 - 4) T h and the
+  // K / V copies 4 T (h + kv); the final norm 32 T h; 32 x (2 x 7 + 2) + 7 more kernels.
+  const std::string dp = "step --model llama3-8b --topology dgx-h100-8 --dp 1 --batch-per-device 1 --seq 8192 --json";
+  auto a = run(dp), b = run(dp + " --eager-kernels");
+  REQUIRE_MESSAGE(a.status == 0, a.out);
+  REQUIRE_MESSAGE(b.status == 0, b.out);
+  const auto fused = nlohmann::json::parse(a.out), eager = nlohmann::json::parse(b.out);
+  const double T = 8192, h = 4096, kv = 1024;
+  const double bytes = 32 * (2 * 32 * T * h + 4 * T * (h + kv)) + 32 * T * h;
+  const double expected = bytes / (3.35e12 * 0.8) + (32 * (2 * 7 + 2) + 7) * 4e-6;
+  CHECK(eager.at("forward_s").get<double>() - fused.at("forward_s").get<double>() ==
+        doctest::Approx(expected).epsilon(1e-6));
+  CHECK(eager.at("config").at("eager-kernels") == true);
+  // The mesh step: the same kernels (and the reference rotary) in every layer shard.
+  const std::string mesh = "step --model llama3-8b --topology dgx-h100-8 --mesh tp=2 --global-batch 4 --seq 4096 "
+                           "--strategy zero1 --recompute selective --sequence-parallel --json";
+  a = run(mesh);
+  b = run(mesh + " --eager-kernels");
+  REQUIRE_MESSAGE(a.status == 0, a.out);
+  REQUIRE_MESSAGE(b.status == 0, b.out);
+  const auto mf = nlohmann::json::parse(a.out), me = nlohmann::json::parse(b.out);
+  REQUIRE(mf.at("fits").get<bool>());
+  CHECK(me.at("forward_s").get<double>() > mf.at("forward_s").get<double>());
+  CHECK(me.at("step_time_s").get<double>() > mf.at("step_time_s").get<double>());
+}
