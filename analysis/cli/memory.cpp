@@ -35,7 +35,8 @@ namespace {
 using nlohmann::json;
 
 const std::vector<std::string> kModelKeys = {"model", "mesh", "micro-batch", "global-batch", "seq", "schedule",
-                                             "recompute", "sequence-parallel", "no-flash-attention", "hardware"};
+                                             "recompute", "sequence-parallel", "no-flash-attention", "eager-kernels",
+                                             "hardware"};
 
 json run_model_memory(const json& flags);
 
@@ -143,6 +144,7 @@ json run_model_memory(const json& flags) {
   in.recompute = parallel::recompute_from_string(flag_str(flags, "recompute", "none"), "--recompute");
   in.sequence_parallel = flag_bool(flags, "sequence-parallel");
   if (flag_bool(flags, "no-flash-attention")) in.flash_attention = false;
+  in.eager_kernels = flag_bool(flags, "eager-kernels");
   in.optimizer = &opt::find_optimizer(flag_str(flags, "optimizer", "adam"), "--optimizer");
   in.precision = opt::precision_from_string(flag_str(flags, "precision", "mixed"), "--precision");
   const std::uint64_t k = flag_uint(flags, "shard-group", 0, "a positive shard group size");
@@ -275,7 +277,7 @@ struct MemoryOptions {
   // --model form
   std::string model, mesh, schedule = "1f1b", recompute = "none", hardware;
   std::uint64_t micro_batch = 1, global_batch = 0, seq = 0;
-  bool sequence_parallel = false, no_flash = false;
+  bool sequence_parallel = false, no_flash = false, eager_kernels = false;
 };
 
 void setup_memory(CLI::App& root) {
@@ -299,6 +301,8 @@ void setup_memory(CLI::App& root) {
   sub->add_option("--recompute", o->recompute, "none | selective | full");
   sub->add_flag("--sequence-parallel", o->sequence_parallel, "Megatron sequence parallelism (with tp)");
   sub->add_flag("--no-flash-attention", o->no_flash, "Keep the s^2 attention scores (default: flash for decoders)");
+  sub->add_flag("--eager-kernels", o->eager_kernels,
+                "The tensors eager PyTorch's Llama reference code saves (fp32 RMSNorm inputs, repeat_kv copies)");
   sub->add_flag("--json", o->json_out, "Print JSON");
   sub->callback([o, sub] {
     json f = {{"optimizer", o->optimizer}, {"precision", o->precision}};
@@ -319,9 +323,10 @@ void setup_memory(CLI::App& root) {
       f["recompute"] = o->recompute;
       if (o->sequence_parallel) f["sequence-parallel"] = true;
       if (o->no_flash) f["no-flash-attention"] = true;
+      if (o->eager_kernels) f["eager-kernels"] = true;
     } else {
       for (const char* opt : {"--mesh", "--hardware", "--micro-batch", "--global-batch", "--seq", "--schedule",
-                              "--recompute", "--sequence-parallel", "--no-flash-attention"}) {
+                              "--recompute", "--sequence-parallel", "--no-flash-attention", "--eager-kernels"}) {
         if (sub->count(opt) > 0) {
           throw ConfigError(opt, "given without --model", "--model NAME|config.json (or drop it for --params)");
         }

@@ -29,7 +29,8 @@ double attention_time_s(const Device& dev, const AttentionShape& a, MathType m, 
   const double e = element_bytes(m);
   const double mem_Bps = dev.hbm_Bps * dev.mem_eff;
   if (a.flash) {
-    const double eff = backward ? dev.attn_bwd_eff : dev.attn_fwd_eff;
+    const double eff = backward ? dev.attn_bwd_eff / (a.triton ? kTritonBwdSlowdown : 1.0)
+                                : dev.attn_fwd_eff / (a.triton ? kTritonFwdSlowdown : 1.0);
     const double tc = flash_attention_flops(a, backward) / (dev.peak(m) * eff);
     const double tm = flash_attention_bytes(a, e, backward) / mem_Bps;
     return std::max(tc, tm) + (backward ? 3.0 : 1.0) * dev.launch_s;

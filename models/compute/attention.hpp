@@ -29,7 +29,17 @@ struct AttentionShape {
   bool causal = true;
   bool flash = true;
   bool dropout = false;  ///< dropout on the probabilities (unfused: a mask kernel)
+  /// Fused, but HazyResearch's 2022 FlashAttention in Triton (flash_attn_triton.py, which
+  /// llm-foundry ran as attn_impl: triton) instead of FlashAttention-2: "FlashAttention-2 is
+  /// around 1.3-1.5x faster than FlashAttention in Triton in the forward pass and around 2x
+  /// faster in the backward pass" (Dao 2023, arXiv 2307.08691, sec. 4.1, A100): the device's
+  /// FlashAttention-2 fractions / kTritonFwdSlowdown and / kTritonBwdSlowdown. Measured on A100;
+  /// on Hopper both kernels use the Ampere instructions (no TMA / wgmma), so the ratio is kept.
+  bool triton = false;
 };
+
+inline constexpr double kTritonFwdSlowdown = 1.4;  ///< midpoint of 1.3-1.5 (Dao 2023, sec. 4.1)
+inline constexpr double kTritonBwdSlowdown = 2.0;  ///< "around 2x" (same)
 
 /// FLOPs the fused kernel executes (causal halved); backward 2.5x forward.
 double flash_attention_flops(const AttentionShape& a, bool backward);

@@ -82,7 +82,8 @@ std::vector<LayerOp> layer_ops(const LayerShape& s) {
   ops.push_back(std::move(qkv));
 
   LayerOp core{"attn.core", {}};
-  core.shape.attention = AttentionShape{s.micro_batch, heads, kvh, s.seq, s.seq, dh, s.causal, s.flash, s.dropout};
+  core.shape.attention =
+      AttentionShape{s.micro_batch, heads, kvh, s.seq, s.seq, dh, s.causal, s.flash, s.dropout, s.flash && s.triton_attention};
   if (s.rotary) {
     const double qk = d(T) * d(q_cols + kv_cols);
     core.shape.ew_bytes_fwd = core.shape.ew_bytes_bwd = (2 * e + 16) * qk;

@@ -58,6 +58,7 @@ struct LayerShape {
   bool sequence_parallel = false;
   bool eager_norm = false;  ///< the norm as the Llama reference's separate eager ops (above)
   bool repeat_kv = false;   ///< GQA K / V copied to every query head (no effect when kv heads = heads)
+  bool triton_attention = false;  ///< AttentionShape::triton (with flash)
   MathType math = MathType::bf16;
 };
 

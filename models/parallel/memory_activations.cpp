@@ -141,6 +141,14 @@ Terms terms(const ModelSpec& m, const ActivationShape& a) {
     t.split += mlp_factor * sq * b * d(m.ffn);
   }
   t.core = a.flash_attention ? 4 * heads * sq * b : (m.dropout ? 5.0 : 2.0) * heads * sq * sk * b;
+  if (a.eager_kernels) {
+    // The Llama reference code's eager autograd (transformer_cost.hpp): each RMSNorm keeps its
+    // fp32 copy of x (pow and the scaling share it) and the bf16 normalised output (the weight
+    // multiply's input) where a fused norm keeps the bf16 input: 4 more bytes per element, two
+    // norms; attention keeps the repeat_kv copies of K and V (every query head, not kv heads).
+    if (m.rmsnorm) t.replicated += 8 * sbh;
+    if (kv < heads) t.split += 4 * sq * b * (heads - kv) * dh;
+  }
   return t;
 }
 

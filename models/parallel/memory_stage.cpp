@@ -258,6 +258,7 @@ ParallelMemoryReport parallel_memory(const ParallelMemoryInput& in) {
   a.sequence_parallel = in.sequence_parallel;
   a.flash_attention = r.flash_attention;
   a.recompute = in.recompute;
+  a.eager_kernels = in.eager_kernels;
   if (in.sequence_parallel && (r.seq / z.cp) % z.tp != 0) {
     throw ConfigError("--sequence-parallel", fmt::format("a sequence of {} per cp rank with tp={}", r.seq / z.cp, z.tp),
                       "a sequence per cp rank divisible by tp");

@@ -118,6 +118,7 @@ struct ActivationShape {
   bool sequence_parallel = false;
   bool flash_attention = true;
   Recompute recompute = Recompute::none;
+  bool eager_kernels = false;  ///< eager PyTorch's saved tensors (parallel::LayerShape::eager_kernels)
 };
 
 /// Bytes one layer keeps for one micro-batch (see header).
@@ -144,6 +145,7 @@ struct ParallelMemoryInput {
   DpStrategy strategy;
   double hbm_bytes = 0;  ///< 0: no fit check
   bool uneven_stages = false;  ///< allow a pp that does not divide the layers (stage_layers)
+  bool eager_kernels = false;  ///< ActivationShape::eager_kernels
 };
 
 struct StageMemory {

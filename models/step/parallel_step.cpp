@@ -282,6 +282,7 @@ parallel::ParallelMemoryInput memory_input(const ParallelStepConfig& c, double h
   mi.recompute = c.recompute;
   mi.sequence_parallel = c.sequence_parallel;
   mi.flash_attention = c.flash_attention;
+  mi.eager_kernels = c.eager_kernels;
   mi.optimizer = c.optimizer;
   mi.precision = c.precision;
   mi.strategy = c.strategy;

@@ -23,9 +23,10 @@
 // collective runs on the SMs NCCL's channels leave (Device::comm_units, models/step/executor.hpp).
 // GEMMs and attention run at the presets' sustained (power-limited) rates (device.cpp).
 // torchtitan's eager rows run the reference RMSNorm op by op and repeat_kv's copies
-// (zoo::TransformerConfig::eager_kernels); its torch.compile rows the fused count.
-// Asserted: median |relative MFU error| <= 20.0 % and largest <= 47.5 % (what is reached, 19.5 %
-// and 47.0 %; issue 15's target of 10 % is not met), and every configuration that ran is predicted
+// (zoo::TransformerConfig::eager_kernels); its torch.compile rows the fused count. MPT's rows
+// run attention as llm-foundry's attn_impl: triton kernel (config_of).
+// Asserted: median |relative MFU error| <= 16.0 % and largest <= 40.0 % (what is reached, 15.6 %
+// and 39.4 %; issue 15's target of 10 % is not met), and every configuration that ran is predicted
 // to fit. SHARDSIM_ACCURACY_BREAKDOWN=1 prints each simulated step's parts to stderr.
 // Label accuracy; prints the table that docs/validation.md carries.
 #include <doctest/doctest.h>
@@ -85,6 +86,11 @@ zoo::TransformerConfig config_of(const json& r) {
   c.learned_positions = llama ? 0 : m.at("seq_len").get<std::uint64_t>();
   c.dropout = false;
   c.flash_attention = true;
+  // MPT's benchmarks ran llm-foundry's attn_impl: triton (scripts/train/benchmarking/
+  // submit_benchmarks.py of the tables' era, llm-foundry @ 431051c and @ a7c7567:
+  // `--attn_impl ... default='triton'`, written into model.attn_config; sweep.sh never sets it):
+  // HazyResearch's 2022 Triton FlashAttention (compute::AttentionShape::triton).
+  c.triton_attention = !llama;
   c.fused_qkv = !llama;
   c.eager_kernels = llama && !r.value("torch_compile", false);
   return c;
@@ -116,7 +122,9 @@ double selective_op_recompute_s(const compute::Device& dev, const zoo::Transform
 }
 
 // `selective_op`: no checkpointing plus torchtitan's selective op recomputation of every layer.
-Run simulate(const json& r, bool checkpointing, bool selective_op = false) {
+// `fused`: the fused kernels whatever the record runs (for memory under torchtitan's op policy,
+// which recomputes the eager norms' and repeat_kv's outputs instead of keeping them).
+Run simulate(const json& r, bool checkpointing, bool selective_op = false, bool fused = false) {
   const auto& m = r.at("model");
   const std::uint64_t seq = m.at("seq_len").get<std::uint64_t>();
   const std::uint64_t mb = r.at("micro_batch").get<std::uint64_t>();
@@ -124,7 +132,9 @@ Run simulate(const json& r, bool checkpointing, bool selective_op = false) {
   const std::string gpu = r.at("gpu_type").get<std::string>();
   std::uint64_t accum = r.contains("grad_accum") ? r.at("grad_accum").get<std::uint64_t>() : 0;
   if (accum == 0) accum = r.at("global_batch_sequences").get<std::uint64_t>() / (gpus * mb);
-  const auto w = trace::to_workload(zoo::transformer_trace(m.at("name").get<std::string>(), config_of(r), mb, seq));
+  zoo::TransformerConfig cfg = config_of(r);
+  if (fused) cfg.eager_kernels = false;
+  const auto w = trace::to_workload(zoo::transformer_trace(m.at("name").get<std::string>(), cfg, mb, seq));
   const bool h100 = gpu.rfind("H100", 0) == 0;
   // torchtitan's H100s: 96 GB HBM2e parts at 500 W (the record's gpu_type, its SOURCE).
   const char* preset = !h100 ? (gpu.find("40GB") != std::string::npos ? "a100-40gb" : "a100-80gb")
@@ -151,7 +161,7 @@ Run simulate(const json& r, bool checkpointing, bool selective_op = false) {
   if (selective_op) {
     // On the compute stream before each layer's backward, every micro-batch: added to the step.
     const double extra = static_cast<double>(accum) * m.at("layers").get<double>() *
-                         selective_op_recompute_s(dev, config_of(r), mb, seq);
+                         selective_op_recompute_s(dev, cfg, mb, seq);
     s.step_time_s += extra;
     s.backward_s += extra;
   }
@@ -181,8 +191,11 @@ std::vector<Prediction> predict_all() {
         // era, selective_ac_option = 'op' (torchtitan @ 08a5a9f). Time: the op policy above;
         // memory: the mean of no and full recomputation (it keeps more: the measured peaks
         // of the H100 rows, 82.4 and 67.0 GiB, are above it).
-        const Run a = simulate(r, false, true), b = simulate(r, true);
-        run = {a.step_s, (a.peak + b.peak) / 2, a.hbm};
+        // Memory: the op policy recomputes the norms and repeat_kv (not in _save_list), so their
+        // eager tensors are not kept across layers: the fused kernels' mean.
+        const Run a = simulate(r, false, true);
+        const Run am = simulate(r, false, false, true), bm = simulate(r, true, false, true);
+        run = {a.step_s, (am.peak + bm.peak) / 2, a.hbm};
         note = "selective op: wk, wo, w3 and the elementwise kernels recomputed";
       } else if (rc.rfind("selective", 0) == 0) {
         // "selective layer": every second block fully checkpointed (torchtitan's
@@ -194,6 +207,7 @@ std::vector<Prediction> predict_all() {
       } else {
         run = simulate(r, rc == "full");
       }
+      if (!r.at("model").contains("gated_ffn")) note += std::string(note.empty() ? "" : "; ") + "attention: Triton kernel";
       if (!r.value("torch_compile", false) && r.at("model").contains("gated_ffn")) {
         note += std::string(note.empty() ? "" : "; ") + "eager: reference RMSNorm, repeat_kv";
       }
@@ -253,7 +267,7 @@ TEST_CASE("published FSDP runs: MFU predicted from presets (median |error| bound
   const double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
   fmt::print("\n{} records; median |MFU error| {:.1f} %; largest {:.1f} %; predicted not to fit: {}\n", n, 100 * median,
              100 * sorted.back(), misfits);
-  CHECK(median <= 0.200);
-  CHECK(sorted.back() <= 0.475);
+  CHECK(median <= 0.160);
+  CHECK(sorted.back() <= 0.400);
   CHECK(misfits == 0);
 }

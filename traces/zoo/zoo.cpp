@@ -92,6 +92,7 @@ compute::LayerShape layer_shape(const TransformerConfig& c, std::uint64_t batch,
   s.fused_qkv = c.fused_qkv;
   s.eager_norm = c.eager_kernels && c.rmsnorm;  // PyTorch's LayerNorm is one native kernel
   s.repeat_kv = c.eager_kernels;
+  s.triton_attention = c.triton_attention;
   return s;
 }
 
@@ -116,6 +117,9 @@ trace::Trace transformer_trace(const std::string& name, const TransformerConfig&
     return v;
   };
   const double norm_flops = (c.rmsnorm ? 4.0 : 8.0) * T * h;  // square, sum, scale (+ mean, shift)
+  // Saved by a norm: its input (fused); the eager reference RMSNorm keeps its fp32 copy of x and
+  // the 16-bit normalised output instead (transformer_cost.hpp, eager_norm).
+  const double norm_saved = c.eager_kernels && c.rmsnorm ? (4.0 + act) * T * h : act * T * h;
 
   // Unit 0: embeddings (a lookup: no FLOPs, writes T x h).
   std::vector<Tensor> emb{mat("embed.tokens", c.vocab, c.d_model)};
@@ -142,7 +146,7 @@ trace::Trace transformer_trace(const std::string& name, const TransformerConfig&
   for (std::uint64_t l = 0; l < c.layers; ++l) {
     const auto u = static_cast<std::uint32_t>(l + 1);
     const std::string p = fmt::format("layers.{}", l);
-    b.fwd(p + ".norm1", u, norm_flops, 2.0 * act * T * h, norm(p + ".norm1"), act * T * h, k[0].shape);
+    b.fwd(p + ".norm1", u, norm_flops, 2.0 * act * T * h, norm(p + ".norm1"), norm_saved, k[0].shape);
     std::vector<Tensor> qkv{mat(p + ".attn.q", c.d_model, c.d_model), mat(p + ".attn.k", c.d_model, dkv),
                             mat(p + ".attn.v", c.d_model, dkv)};
     if (c.biases) {
@@ -154,7 +158,8 @@ trace::Trace transformer_trace(const std::string& name, const TransformerConfig&
           k[1].shape);
     // Scores and values: 2 b s^2 h each (QK^T, AV); softmax ~5 FLOPs per score.
     const double attn_flops = 4.0 * B * s * s * h + 5.0 * B * a * s * s;
-    double attn_saved = act * T * (h + 2 * kv);  // Q, K, V
+    // Q, K, V (eager repeat_kv: the attention keeps K and V copied to every query head)
+    double attn_saved = act * T * (h + 2 * (c.eager_kernels ? h : kv));
     double attn_bytes = act * T * (2 * h + 2 * kv);
     if (c.flash_attention) {
       // fp32 log-sum-exp per row; the output O is the saved input of attn.out (Korthikanti et
@@ -169,7 +174,7 @@ trace::Trace transformer_trace(const std::string& name, const TransformerConfig&
     b.fwd(p + ".attn.out", u, 2.0 * T * h * h, 2.0 * act * T * h,
           with_bias({mat(p + ".attn.o", c.d_model, c.d_model)}, p + ".attn.o", c.d_model),
           act * T * h + (c.dropout ? T * h : 0.0), k[3].shape);
-    b.fwd(p + ".norm2", u, norm_flops, 2.0 * act * T * h, norm(p + ".norm2"), act * T * h, k[4].shape);
+    b.fwd(p + ".norm2", u, norm_flops, 2.0 * act * T * h, norm(p + ".norm2"), norm_saved, k[4].shape);
     if (c.gated_ffn) {
       b.fwd(p + ".mlp.gate_up", u, 4.0 * T * h * f, act * T * (h + 2 * f),
             {mat(p + ".mlp.gate", c.d_model, c.ffn), mat(p + ".mlp.up", c.d_model, c.ffn)}, act * T * h, k[5].shape);
@@ -202,7 +207,7 @@ trace::Trace transformer_trace(const std::string& name, const TransformerConfig&
     b.fwd("mlm.head", head, 2.0 * Tm * h * h + 2.0 * Tm * h * V + 5.0 * Tm * V, act * Tm * (2 * h + 2 * V), std::move(mlm),
           act * Tm * (2 * h + V));
   } else {
-    b.fwd("final_norm", head, norm_flops, 2.0 * act * T * h, norm("final_norm"), act * T * h,
+    b.fwd("final_norm", head, norm_flops, 2.0 * act * T * h, norm("final_norm"), norm_saved,
           compute::norm_kernels(act, T * h, c.eager_kernels && c.rmsnorm));
     std::vector<Tensor> lm;
     if (!c.tied_embeddings) lm.push_back(mat("lm_head", c.d_model, c.vocab));

@@ -52,6 +52,9 @@ struct TransformerConfig {
   /// (compute::LayerShape::eager_norm / repeat_kv). Off: fused norms (Megatron-LM,
   /// TransformerEngine, PyTorch's native layer_norm, torch.compile) and GQA-aware attention.
   bool eager_kernels = false;
+  /// Flash attention as HazyResearch's 2022 Triton kernel (compute::AttentionShape::triton):
+  /// llm-foundry's attn_impl: triton, the MPT benchmarks' default.
+  bool triton_attention = false;
 };
 
 struct ModelInfo {

@@ -96,6 +96,23 @@ TEST_CASE("Flash attention: causal halves the FLOPs, backward is 2.5x forward, t
   CHECK(compute::attention_time_s(d, a, MathType::bf16, true) == doctest::Approx(2.5 * full / 2 / (1e12 * 0.25)).scale(0));
 }
 
+TEST_CASE("Flash attention in Triton (llm-foundry's attn_impl: triton): FlashAttention-2's fractions / 1.4 and / 2") {
+  // Dao 2023 sec. 4.1: FlashAttention-2 ~1.3-1.5x faster forward, ~2x backward than the Triton
+  // kernel. Same FLOPs and bytes; the compute-bound time scales by exactly those factors.
+  compute::AttentionShape a{2, 16, 16, 4096, 4096, 128, true, true, false};
+  const auto d = toy(4, {128, 128});
+  const double fwd = compute::attention_time_s(d, a, MathType::bf16, false);
+  const double bwd = compute::attention_time_s(d, a, MathType::bf16, true);
+  a.triton = true;
+  CHECK(compute::attention_time_s(d, a, MathType::bf16, false) == doctest::Approx(1.4 * fwd).epsilon(1e-12));
+  CHECK(compute::attention_time_s(d, a, MathType::bf16, true) == doctest::Approx(2.0 * bwd).epsilon(1e-12));
+  // Unfused attention ignores the flag (it runs GEMMs and softmax passes, no fused kernel).
+  a.flash = false;
+  const double unfused_triton = compute::attention_time_s(d, a, MathType::bf16, false);
+  a.triton = false;
+  CHECK(compute::attention_time_s(d, a, MathType::bf16, false) == unfused_triton);
+}
+
 TEST_CASE("Unfused attention: the s^2 scores are HBM traffic, with dropout a mask pass more") {
   auto d = toy(4, {128, 128});
   d.hbm_Bps = 1e12;

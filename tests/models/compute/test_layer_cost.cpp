@@ -210,6 +210,13 @@ TEST_CASE("eager reference RMSNorm and repeat_kv: the bytes and kernels of the h
     return t.forward_s + t.backward_s;
   };
   const double t_fused = layer_s(false), t_eager = layer_s(true);
+  // Saved for backward, one layer: each norm keeps its fp32 x and the 16-bit normalised output
+  // (4 bytes more per element than a fused norm's input), attention K and V at all 32 heads.
+  c.eager_kernels = false;
+  const double saved_fused = static_cast<double>(layer0_saved(zoo::transformer_trace("l", c, 1, 8192)));
+  c.eager_kernels = true;
+  const double saved_eager = static_cast<double>(layer0_saved(zoo::transformer_trace("l", c, 1, 8192)));
+  CHECK(saved_eager - saved_fused == doctest::Approx(2 * 4 * 8192.0 * h + 2 * 2 * 8192.0 * (h - kv)).epsilon(1e-12));
   // Extra per layer: (36 - 4) + (88 - 6) bytes per element in each of 2 norms, 4 T (h + kv) each
   // way for the copies, at hbm x mem_eff; 2 x (7 + 11) + 4 more kernel launches.
   const double Tl = 8192;

@@ -77,3 +77,18 @@ TEST_CASE("memory --model: bad input exits 2 naming the flag and the numbers") {
   CHECK(r.out == "shardsim: error: --mesh: given without --model; expected --model NAME|config.json (or drop it for "
                  "--params)\n");
 }
+
+TEST_CASE("memory --eager-kernels: the eager tensors per layer; without --model exits 2") {
+  const std::string base = "memory --model llama3-8b --mesh dp=1 --seq 8192 --json";
+  auto a = run(base), b = run(base + " --eager-kernels");
+  REQUIRE_MESSAGE(a.status == 0, a.out);
+  REQUIRE_MESSAGE(b.status == 0, b.out);
+  // 8 s h (two norms' fp32 copies) + 4 s (h - kv) (K and V at 32 heads instead of 8), b = 1.
+  const double s = 8192, h = 4096, kv = 1024;
+  CHECK(nlohmann::json::parse(b.out).at("layer_activation_bytes").get<double>() -
+            nlohmann::json::parse(a.out).at("layer_activation_bytes").get<double>() ==
+        doctest::Approx(8 * s * h + 4 * s * (h - kv)).epsilon(1e-12));
+  const auto e = run("memory --params 8e9 --eager-kernels");
+  CHECK(e.status == 2);
+  CHECK(e.out.find("--eager-kernels: given without --model") != std::string::npos);
+}

@@ -101,6 +101,28 @@ TEST_CASE("GQA and SwiGLU: the paper's accounting term by term") {
   CHECK(rel(layer_activation_bytes(m, x), R + (T + 4 * a * s * b) / t) < 1e-12);
 }
 
+TEST_CASE("eager kernels: the reference RMSNorm's fp32 copies and repeat_kv's K / V, term by term") {
+  ModelSpec m = toy();  // RMSNorm
+  m.kv_heads = 4;
+  m.gated_ffn = true;
+  ActivationShape x;
+  x.seq = 512;
+  x.micro_batch = 2;
+  x.tp = 4;
+  const double s = 512, b = 2, h = 1024, t = 4;
+  const double fused = layer_activation_bytes(m, x);
+  x.eager_kernels = true;
+  // R gains 2 norms x 4 bytes sbh (replicated over tp); T gains K and V at every query head:
+  // 4 sbh (1 - 4/16), split over tp.
+  CHECK(rel(layer_activation_bytes(m, x) - fused, 8 * s * b * h + 4 * s * b * h * (1 - 4.0 / 16) / t) < 1e-12);
+  // LayerNorm models keep PyTorch's one native kernel; MHA has nothing to repeat.
+  m.rmsnorm = false;
+  m.kv_heads = m.heads;
+  const double mha_ln = layer_activation_bytes(m, x);
+  x.eager_kernels = false;
+  CHECK(layer_activation_bytes(m, x) == mha_ln);
+}
+
 TEST_CASE("in-flight micro-batches: GPipe m, 1F1B min(p - i, m), interleaved 2(p-1) + (v-1)p + 1") {
   for (std::uint64_t p : {1, 2, 4, 8}) {
     for (std::uint64_t m : {1, 2, 3, 8, 16}) {
