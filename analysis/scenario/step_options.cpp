@@ -110,6 +110,10 @@ const std::vector<StepOptionSpec>& step_option_table() {
        "The Llama reference code as eager PyTorch runs it (torchtitan without torch.compile): RMSNorm op by op, "
        "GQA's repeat_kv copies, the reference rotary (default: fused kernels)",
        ""},
+      {"fsdp", "", &S::fsdp,
+       "zero3 as PyTorch FSDP runs it, fsdp1 | fsdp2: its gradient and copy passes around each unit's collectives "
+       "(default none: the collectives alone)",
+       ""},
   };
   return table;
 }

@@ -70,6 +70,7 @@ struct StepOptions {
   std::optional<bool> uneven_stages;
   std::optional<bool> no_flash_attention;
   std::optional<bool> eager_kernels;
+  std::optional<std::string> fsdp;
 };
 
 /// One row of the option table. `field` points at the StepOptions member; its type is the

@@ -57,6 +57,9 @@ StepReport run_parallel_step(const StepOptions& o, const topo::Topology& topo, c
   c.uneven_stages = o.uneven_stages.value_or(false);
   c.tp_comm_overlap = o.tp_comm_overlap.value_or(false);
   if (o.no_flash_attention.value_or(false)) c.flash_attention = false;
+  if (o.fsdp) {
+    throw ConfigError("--fsdp", "with --mesh", "no --fsdp (a mesh step's data axis runs Megatron's strategies)");
+  }
   c.eager_kernels = o.eager_kernels.value_or(false);
   c.strategy = parallel::dp_strategy_from_string(o.strategy.value_or("replicated"), o.shard_group.value_or(0), "--strategy");
   c.optimizer = &opt::find_optimizer(o.optimizer, "--optimizer");

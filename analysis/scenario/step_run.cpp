@@ -119,6 +119,7 @@ StepReport StepRunner::run(const StepOptions& o, bool record_timeline) {
   c.measured_compute = o.compute == "measured";
   c.grad_accum = static_cast<std::uint32_t>(o.grad_accum);
   c.checkpointing = o.checkpointing;
+  if (o.fsdp) c.fsdp = step::fsdp_impl_from_string(*o.fsdp, "--fsdp");
   c.defer_allgather = !o.no_defer;
   c.fusion = !o.no_fusion;
   c.prefetch = !o.no_prefetch;

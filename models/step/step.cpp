@@ -7,9 +7,21 @@
 
 #include "models/step/graph_builders.hpp"
 #include "models/step/replay.hpp"
+#include "sim/enum_names.hpp"
 #include "sim/error.hpp"
 
 namespace shardsim::step {
+
+namespace {
+constexpr std::array<EnumName<FsdpImpl>, 3> kFsdpImpls{
+    {{FsdpImpl::none, "none"}, {FsdpImpl::fsdp1, "fsdp1"}, {FsdpImpl::fsdp2, "fsdp2"}}};
+}  // namespace
+
+const char* to_string(FsdpImpl f) { return enum_name(kFsdpImpls, f); }
+
+FsdpImpl fsdp_impl_from_string(const std::string& s, const std::string& where) {
+  return enum_from_name(kFsdpImpls, s, "FSDP implementation", where);
+}
 
 void validate(const StepConfig& c) {
   if (c.optimizer == nullptr) throw ConfigError("--optimizer", "none", "an optimizer");
@@ -29,6 +41,10 @@ void validate(const StepConfig& c) {
       throw ConfigError("--shard-group", fmt::format("{} with --strategy trace", c.shard_group),
                         "no shard group (the trace's collectives run as recorded)");
     }
+  }
+  if (c.fsdp != FsdpImpl::none && c.strategy != Strategy::zero3) {
+    throw ConfigError("--fsdp", fmt::format("{} with --strategy {}", to_string(c.fsdp), to_string(c.strategy)),
+                      "--strategy zero3 (FSDP's passes around its gathers and reductions)");
   }
   if (c.shard_group != 0 && (c.shard_group > c.dp || c.dp % c.shard_group != 0)) {
     throw ConfigError("--shard-group", fmt::format("k = {} does not divide N = {}", c.shard_group, c.dp),

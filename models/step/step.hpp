@@ -87,6 +87,13 @@ class FunctionComm final : public CommModel {
   std::function<double(coll::OpKind, std::uint64_t, const std::vector<int>&)> f_;
 };
 
+/// zero3's implementation, for the memory passes it adds around each unit's collectives
+/// (strategy_graphs.cpp, run_zero3, counts and sources there); none: the collectives alone.
+enum class FsdpImpl { none, fsdp1, fsdp2 };
+const char* to_string(FsdpImpl f);
+/// "none", "fsdp1" or "fsdp2"; ConfigError naming `where` otherwise.
+FsdpImpl fsdp_impl_from_string(const std::string& s, const std::string& where);
+
 struct StepConfig {
   Strategy strategy = Strategy::replicated;
   const opt::Optimizer* optimizer = nullptr;
@@ -101,6 +108,8 @@ struct StepConfig {
   /// MixedPrecision(reduce_dtype=torch.float32) does (composer's fsdp mixed_precision DEFAULT,
   /// torchtitan's FSDP2 mixed_precision_reduce = "float32").
   std::uint32_t reduce_bytes = 0;
+  /// zero3 only: PyTorch FSDP's memory passes around the gathers and reductions.
+  FsdpImpl fsdp = FsdpImpl::none;
   bool checkpointing = false;
   bool defer_allgather = true;      ///< sharded
   bool fusion = true;               ///< sharded: fuse small tensors into buffers

@@ -249,6 +249,39 @@ class StrategyBuilder {
     }
   }
 
+  // PyTorch FSDP's memory passes around a unit's collectives (StepConfig::fsdp), each a
+  // memory-bound kernel over the unit's n (padded) elements, timed at hbm_Bps x mem_eff plus a
+  // launch. They run on the compute timeline: an elementwise kernel over a unit's parameters
+  // occupies every SM while it runs, so the GEMMs of another stream wait for it (no credit for
+  // overlap is taken).
+  //  - fsdp1 (torch.distributed.fsdp, PyTorch 2.1: _flat_param.py, _runtime_utils.py), after a
+  //    unit's backward: the flat gradient assembled from the original parameters' gradients
+  //    (the views _use_unsharded_views makes with flat_param.split(); SplitWithSizesBackward
+  //    concatenates their gradients: read + write gb n); in _post_backward_hook, the cast to the
+  //    reduce dtype when it differs (`flat_param.grad.to(handle._reduce_dtype)`: read gb n,
+  //    write rb n) and _div_if_needed(padded_unsharded_grad, _gradient_predivide_factor) in
+  //    place (read + write rb n) when that factor is above 1 (_get_gradient_predivide_factor
+  //    doubles f from 1 while f divides N and N / f > f: 2 at N = 4, 4 at 8 and 16, 8 at 32 and
+  //    64).
+  //  - fsdp2 (torch.distributed._composable.fsdp, December 2024: _fsdp_collectives.py): after
+  //    each all-gather, foreach_all_gather_copy_out's split_with_sizes_copy from the gathered
+  //    buffer into the parameters (read + write wb n), in wait_for_unshard on the compute
+  //    stream; before each reduce-scatter, foreach_reduce's _chunk_cat of the gradients into
+  //    the reduce-scatter input in the reduce dtype (read gb n, write rb n). fp32 / bf16
+  //    reductions divide inside NCCL (ReduceOp.AVG: _get_gradient_divide_factors), no pass.
+  double pass_s(double bytes, std::uint32_t kernels) const {
+    return bytes / (dev_.hbm_Bps * dev_.mem_eff) + kernels * dev_.launch_s;
+  }
+  static std::uint64_t predivide_factor(std::uint64_t n) {
+    std::uint64_t f = 1;
+    while (n % f == 0 && n / f > f) f *= 2;
+    return f;
+  }
+  void fsdp_pass(double seconds, const char* what, std::vector<std::uint32_t> deps) {
+    last_compute_ = p_.compute(NodePhase::backward, seconds, std::move(deps),
+                               c_.record_timeline ? fmt::format("fsdp {}", what) : std::string());
+  }
+
   void run_zero3() {
     const std::uint64_t N = c_.dp;
     const Role all{all_, N};
@@ -299,12 +332,34 @@ class StrategyBuilder {
           current = o.unit;
           gather(o.unit);
           if (gathered[o.unit] >= 0) deps.push_back(static_cast<std::uint32_t>(gathered[o.unit]));
+          if (c_.fsdp == FsdpImpl::fsdp2 && gathered[o.unit] >= 0) {  // copy-out, then the unit's kernels
+            fsdp_pass(pass_s(2.0 * wb_ * double(padded[o.unit]), 1), "all-gather copy-out", deps);
+            deps = deps_of({last_compute_});
+          }
           const auto& list = o.phase == OpPhase::forward ? fwd_units : bwd_units;
           const std::size_t j = (o.phase == OpPhase::forward ? pos_f : pos_b)[o.unit] + 1;
           if (c_.prefetch && j < list.size()) gather(list[j]);
         }
         recompute(i, deps);
         compute(i, deps);
+        if (o.phase == OpPhase::backward && last_bwd_[o.unit] == i && unit_elems_[o.unit] > 0 && N > 1) {
+          const double n_u = double(padded[o.unit]);
+          if (c_.fsdp == FsdpImpl::fsdp1) {
+            double bytes = 2.0 * gb_ * n_u;  // the flat gradient from the views' gradients
+            std::uint32_t kernels = 1;
+            if (rb_ != gb_) {
+              bytes += double(gb_ + rb_) * n_u;
+              ++kernels;
+            }
+            if (predivide_factor(N) > 1) {
+              bytes += 2.0 * rb_ * n_u;
+              ++kernels;
+            }
+            fsdp_pass(pass_s(bytes, kernels), "gradient flatten, cast, predivide", deps_of({last_compute_}));
+          } else if (c_.fsdp == FsdpImpl::fsdp2) {
+            fsdp_pass(pass_s(double(gb_ + rb_) * n_u, 1), "reduce-scatter copy-in", deps_of({last_compute_}));
+          }
+        }
         if (o.phase == OpPhase::backward && last_bwd_[o.unit] == i && unit_elems_[o.unit] > 0) {
           issue(coll::OpKind::reducescatter, double(padded[o.unit]) * rb_, all, deps_of({last_compute_}), "unit gradients");
         }

@@ -25,8 +25,9 @@
 // torchtitan's eager rows run the reference RMSNorm op by op and repeat_kv's copies
 // (zoo::TransformerConfig::eager_kernels); its torch.compile rows the fused count. MPT's rows
 // run attention as llm-foundry's attn_impl: triton kernel (config_of).
-// Asserted: median |relative MFU error| <= 16.0 % and largest <= 40.0 % (what is reached, 15.6 %
-// and 39.4 %; issue 15's target of 10 % is not met), and every configuration that ran is predicted
+// FSDP's passes around each unit's collectives: fsdp1 for MPT (composer), fsdp2 for torchtitan.
+// Asserted: median |relative MFU error| <= 11.5 % and largest <= 25.0 % (what is reached, 11.2 %
+// and 24.7 %; issue 15's target of 10 % is not met), and every configuration that ran is predicted
 // to fit. SHARDSIM_ACCURACY_BREAKDOWN=1 prints each simulated step's parts to stderr.
 // Label accuracy; prints the table that docs/validation.md carries.
 #include <doctest/doctest.h>
@@ -157,6 +158,10 @@ Run simulate(const json& r, bool checkpointing, bool selective_op = false, bool 
     c.reduce_bytes = 4;
   }
   c.checkpointing = checkpointing;
+  // FSDP's own passes around each unit's collectives (StepConfig::fsdp, strategy_graphs.cpp):
+  // composer's FSDP (torch.distributed.fsdp, PyTorch 2.1 for the DEFAULT rows) and torchtitan's
+  // FSDP2 (fully_shard).
+  c.fsdp = r.at("model").contains("gated_ffn") ? step::FsdpImpl::fsdp2 : step::FsdpImpl::fsdp1;
   auto s = step::simulate_step(w, dev, c, comm);
   if (selective_op) {
     // On the compute stream before each layer's backward, every micro-batch: added to the step.
@@ -267,7 +272,7 @@ TEST_CASE("published FSDP runs: MFU predicted from presets (median |error| bound
   const double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
   fmt::print("\n{} records; median |MFU error| {:.1f} %; largest {:.1f} %; predicted not to fit: {}\n", n, 100 * median,
              100 * sorted.back(), misfits);
-  CHECK(median <= 0.160);
-  CHECK(sorted.back() <= 0.400);
+  CHECK(median <= 0.115);
+  CHECK(sorted.back() <= 0.250);
   CHECK(misfits == 0);
 }

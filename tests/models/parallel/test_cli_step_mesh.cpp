@@ -153,3 +153,19 @@ TEST_CASE("step --eager-kernels: the reference RMSNorm and repeat_kv, data-paral
   CHECK(me.at("forward_s").get<double>() > mf.at("forward_s").get<double>());
   CHECK(me.at("step_time_s").get<double>() > mf.at("step_time_s").get<double>());
 }
+
+TEST_CASE("step --fsdp: zero3 only, not on a mesh, a known implementation; exit 2 naming it") {
+  const std::string base = "step --model llama3-8b --topology dgx-h100-8 --batch-per-device 1 --seq 2048 ";
+  auto r = run(base + "--strategy zero3 --fsdp fsdp1 --json");
+  REQUIRE_MESSAGE(r.status == 0, r.out);
+  CHECK(nlohmann::json::parse(r.out).at("config").at("fsdp") == "fsdp1");
+  r = run(base + "--fsdp fsdp2");
+  CHECK(r.status == 2);
+  CHECK(r.out.find("--fsdp: fsdp2 with --strategy replicated; expected --strategy zero3") != std::string::npos);
+  r = run(base + "--strategy zero3 --fsdp fsdp9");
+  CHECK(r.status == 2);
+  CHECK(r.out.find("--fsdp: unknown FSDP implementation 'fsdp9'; expected one of none, fsdp1, fsdp2") != std::string::npos);
+  r = run("step --model llama3-8b --topology dgx-h100-8 --mesh tp=2 --fsdp fsdp1");
+  CHECK(r.status == 2);
+  CHECK(r.out.find("--fsdp: with --mesh") != std::string::npos);
+}

@@ -86,6 +86,43 @@ TEST_CASE("zero3: per-unit all-gathers with prefetch, reduce-scatter after each 
   CHECK(step::simulate_step(toy_workload(), toy_device(), c, comm).step_time_s == doctest::Approx(15.25).scale(0));
 }
 
+TEST_CASE("zero3 as PyTorch FSDP runs it: the memory passes around each unit's collectives") {
+  // Collectives of no duration, so the step is its compute: forward 2 s, backward 4 s, update
+  // 0.25 s, plus the passes at the toy device's 56,000 B/s over each unit's 1,000 elements
+  // (dp 4 divides it: no padding).
+  step::FunctionComm free_comm([](coll::OpKind, std::uint64_t, const std::vector<int>&) { return 0.0; });
+  auto c = config(Strategy::zero3, 4);
+  const double base = step::simulate_step(toy_workload(), toy_device(), c, free_comm).step_time_s;
+  CHECK(base == doctest::Approx(6.25).scale(0));
+  // fsdp1, bf16 reduction: flatten 2 x 2 B and the predivide in place 2 x 2 B (factor 2 at N = 4)
+  // per element: 8,000 B per unit, two units.
+  c.fsdp = step::FsdpImpl::fsdp1;
+  CHECK(step::simulate_step(toy_workload(), toy_device(), c, free_comm).step_time_s ==
+        doctest::Approx(base + 2 * 8000.0 / 56000).epsilon(1e-12));
+  // fp32 reduction: flatten 4, cast 2 + 4, predivide 2 x 4: 18 B per element.
+  c.reduce_bytes = 4;
+  CHECK(step::simulate_step(toy_workload(), toy_device(), c, free_comm).step_time_s ==
+        doctest::Approx(base + 2 * 18000.0 / 56000).epsilon(1e-12));
+  // fsdp2, fp32 reduction: a copy-out (2 x 2 B) after each of the 4 all-gathers (forward and
+  // backward, two units), a copy-in with the cast (2 + 4 B) before each of the 2 reduce-scatters.
+  c.fsdp = step::FsdpImpl::fsdp2;
+  CHECK(step::simulate_step(toy_workload(), toy_device(), c, free_comm).step_time_s ==
+        doctest::Approx(base + (4 * 4000.0 + 2 * 6000.0) / 56000).epsilon(1e-12));
+  // One rank: nothing gathered or reduced, nothing copied.
+  c.dp = 1;
+  auto one = config(Strategy::zero3, 1);
+  const double base1 = step::simulate_step(toy_workload(), toy_device(), one, free_comm).step_time_s;
+  CHECK(step::simulate_step(toy_workload(), toy_device(), c, free_comm).step_time_s == doctest::Approx(base1).scale(0));
+  // Only zero3 has them.
+  c = config(Strategy::zero2, 4);
+  c.fsdp = step::FsdpImpl::fsdp1;
+  CHECK_THROWS_WITH_AS(step::validate(c),
+                       "--fsdp: fsdp1 with --strategy zero2; expected --strategy zero3 (FSDP's passes around its "
+                       "gathers and reductions)",
+                       ConfigError);
+  CHECK_THROWS_WITH_AS(step::fsdp_impl_from_string("fsdp3", "--fsdp"), doctest::Contains("fsdp3"), ConfigError);
+}
+
 TEST_CASE("gradient accumulation and activation checkpointing") {
   auto comm = fixed_comm();
   auto c = config(Strategy::replicated, 4);
