@@ -63,6 +63,24 @@ std::vector<int> bit_reversed_group(int n) {
   return group;
 }
 
+namespace {
+
+// OpenMPI's coll/base algorithms send with a blocking MCA_PML send (ompi_coll_base_sendrecv_actual:
+// irecv, send, wait; the reduce-scatter and fold/unfold loops alike), and ob1's send of a message
+// under btl_tcp_eager_limit returns once the message is in the socket buffer: the rank goes on
+// to its next step when its receives are done while its data still drains. `bench emulate` sets
+// the eager limit above every message (emulate.cpp), so its records get buffered sends up to
+// the socket buffer's ceiling, net.ipv4.tcp_wmem's maximum (4 MiB, Linux's default; 2 MiB
+// sends measured returning within 0.2-6 ms, docs/measurements.md "Buffered sends"). Other MPI
+// records (default 64 KiB eager limit: larger messages wait for the receiver's rendezvous
+// reply) keep Step's rule.
+double buffered_send_bytes(const logs::BenchRecord& r) {
+  constexpr double kTcpWmemMax = 4194304;
+  return r.source.rfind("shardsim bench emulate", 0) == 0 ? kTcpWmemMax : 0.0;
+}
+
+}  // namespace
+
 std::vector<Row> predict(const std::vector<logs::BenchRecord>& records, const Options& o) {
   std::vector<Row> rows;
   std::map<std::string, calib::AppliedProfile> cache;
@@ -109,6 +127,7 @@ std::vector<Row> predict(const std::vector<logs::BenchRecord>& records, const Op
         }
         coll::FlowOptions fo;
         fo.cost = it->second.cost;
+        fo.buffered_send_bytes = buffered_send_bytes(r);
         row.predicted_us = coll::evaluate_flow(t, op, s, fo).time_s * 1e6;
         row.error = (row.predicted_us - r.time_us) / r.time_us;
         if (o.profile) {

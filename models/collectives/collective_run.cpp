@@ -26,11 +26,12 @@ struct SendInfo {
   std::uint32_t dst = 0;
   double bytes = 0;  // per chunk
   Time delay;        // route latency + step overhead: start = issue + delay
+  bool buffered = false;  // completes for the sender at issue (FlowOptions::buffered_send_bytes)
 };
 struct RankStep {
   std::uint32_t send_begin = 0;  // this participant's sends: sends[send_begin, send_end)
   std::uint32_t send_end = 0;
-  std::uint32_t involve = 0;   // sends + receives
+  std::uint32_t involve = 0;   // sends the rank waits for (not buffered ones) + receives
   std::uint32_t receives = 0;  // receives at least once
 };
 struct StepIndex {
@@ -75,6 +76,7 @@ struct InFlight {
   std::uint32_t chunk = 0;
   std::uint64_t global = 0;
   Time start;
+  Time issue;  // when the sender issued it (before start when it waited behind its connection)
 };
 
 }  // namespace
@@ -193,7 +195,7 @@ class CollectiveRun::Impl {
       for (const auto& tr : st.transfers) {
         const std::uint32_t src = participant(tr.src, tr.src_is_node), dst = participant(tr.dst, tr.dst_is_node);
         ++send_off[src + 1];
-        ++ix.rank[src].involve;
+        if (!buffered(tr)) ++ix.rank[src].involve;
         ++ix.rank[dst].involve;
         ix.rank[dst].receives = 1;
       }
@@ -214,6 +216,7 @@ class CollectiveRun::Impl {
         si.dst = dst;
         si.bytes = tr.bytes / chunks_;
         si.delay = Time::from_seconds(route.latency_s) + overhead_;
+        si.buffered = buffered(tr);
       }
       for (const topo::Route* route : routes) ix.links.insert(ix.links.end(), route->links.begin(), route->links.end());
       for (std::size_t k = 0, off = 0; k < ix.sends.size(); off += ix.sends[k].hops, ++k) {
@@ -224,6 +227,10 @@ class CollectiveRun::Impl {
       ix.reduces = red > 0 && std::isfinite(reduce_Bps_) && !st.transfers.empty();
       if (ix.reduces) ix.reduce_time = Time::ceil_seconds(red / reduce_Bps_);
     }
+  }
+
+  bool buffered(const Transfer& tr) const {
+    return !tr.src_is_node && opts_.buffered_send_bytes > 0 && tr.bytes <= opts_.buffered_send_bytes;
   }
 
   std::size_t at(std::uint32_t r, std::uint32_t c) const { return static_cast<std::size_t>(r) * chunks_ + c; }
@@ -295,7 +302,7 @@ class CollectiveRun::Impl {
       const StepIndex& ix = idx_[p.step];
       const std::uint32_t already = p.early_n == 0 ? 0 : pop_early(p, at(r, c));
       const RankStep& rs = ix.rank[r];
-      if (rs.involve == 0) {
+      if (rs.involve == 0 && rs.send_begin == rs.send_end) {  // no part in this step
         p.state = Progress::State::blocked;
         advance(p);
         wake_next_chunk(r, c);
@@ -333,8 +340,23 @@ class CollectiveRun::Impl {
       inflight_.emplace_back();
     }
     const Time start = sim_.now() + send.delay;
-    inflight_[slot] = InFlight{&send, r, c, global, start};
+    inflight_[slot] = InFlight{&send, r, c, global, start, sim_.now()};
     ++transfers_;
+    // Buffered sends (FlowOptions::buffered_send_bytes): one TCP connection per pair of ranks,
+    // a byte stream: a message starts once the pair's earlier one has arrived.
+    if (opts_.buffered_send_bytes > 0) {
+      const std::uint64_t key = static_cast<std::uint64_t>(r) * np_ + send.dst;
+      auto [it, fresh] = connection_.try_emplace(key);
+      if (!fresh) {
+        it->second.push_back(slot);
+        return;
+      }
+    }
+    schedule_start(slot, start);
+  }
+
+  // The flow of `slot` starts (its first byte on the wire) at `start`.
+  void schedule_start(std::uint32_t slot, Time start) {
     // Transfers that start at the same instant share one event (a ring issues n at once);
     // consecutive issues usually share the instant, so the last bucket is remembered. Bucket
     // vectors are recycled (spare_starts_), so a step's bucket does not grow from nothing.
@@ -377,9 +399,21 @@ class CollectiveRun::Impl {
     free_.push_back(slot);
     const SendInfo& s = *f.send;
     if (opts_.on_transfer) {
-      opts_.on_transfer(TransferRecord{f.src, s.dst, f.global, f.chunk, s.bytes, f.start - s.delay, f.start, sim_.now()});
+      opts_.on_transfer(TransferRecord{f.src, s.dst, f.global, f.chunk, s.bytes, f.issue, f.start, sim_.now()});
     }
-    credit(f.src, f.chunk, f.global);
+    if (opts_.buffered_send_bytes > 0) {  // the connection's next message, if one waits
+      auto it = connection_.find(static_cast<std::uint64_t>(f.src) * np_ + s.dst);
+      if (it->second.empty()) {
+        connection_.erase(it);
+      } else {
+        const std::uint32_t next = it->second.front();
+        it->second.pop_front();
+        InFlight& nf = inflight_[next];
+        nf.start = std::max(nf.start, sim_.now());
+        schedule_start(next, nf.start);
+      }
+    }
+    if (!s.buffered) credit(f.src, f.chunk, f.global);
     credit(s.dst, f.chunk, f.global);
   }
 
@@ -449,6 +483,9 @@ class CollectiveRun::Impl {
   std::vector<Progress> progress_;
   std::unordered_map<std::size_t, std::deque<std::uint32_t>> spill_;  // long early lists
   std::vector<InFlight> inflight_;
+  // Buffered sends: per (src, dst) connection with a message on the wire, the slots of the
+  // messages issued behind it, in order.
+  std::unordered_map<std::uint64_t, std::deque<std::uint32_t>> connection_;
   std::vector<std::uint32_t> free_;
   std::unordered_map<std::int64_t, std::vector<std::uint32_t>> starts_;
   std::vector<std::vector<std::uint32_t>> spare_starts_;

@@ -2,7 +2,8 @@
 // Flow-level evaluation of a collective Schedule on a Topology (DESIGN 4): each transfer
 // becomes a flow over its route, started after the route latency (plus the step overhead);
 // concurrent flows share links max-min fairly (sim::FlowNetwork). Steps follow the
-// rank-local barrier rule of Step (collective.hpp), per chunk. Reductions take
+// rank-local barrier rule of Step (collective.hpp), per chunk, or the buffered-send rule of
+// FlowOptions::buffered_send_bytes (MPI eager sends over TCP). Reductions take
 // reduce_bytes / reduce_Bps on the receiving rank after its receives of the step.
 //
 // evaluate_flow() is one CollectiveRun (collective_run.hpp) on a private simulator and flow
@@ -50,6 +51,18 @@ struct FlowOptions {
   /// Links at bandwidth x coll::link_efficiency (add_topology_links): the rates NCCL's model
   /// assumes, so that NCCL's schedules at flow fidelity meet its analytical times. Off: line rate.
   bool link_efficiency = false;
+  /// Buffered sends (MPI eager sends over TCP): a transfer of at most this many bytes (whole
+  /// transfer, before chunking) completes for its SENDER when issued; only its receiver waits
+  /// for it, so the sender's next step waits for its receives alone while the data still
+  /// drains. OpenMPI's coll/base algorithms send with a blocking MCA_PML send (e.g.
+  /// ompi_coll_base_sendrecv_actual: irecv, send, wait), and ob1's send of a message under the
+  /// eager limit returns once the data is in the socket buffer (measured on the emulated
+  /// clusters: a 2 MiB send returns in 0.2-6 ms, its data arrives 44 ms later; docs/
+  /// measurements.md, "Buffered sends"). With it on, each ordered pair of ranks is one TCP
+  /// connection, a byte stream: a message to a rank starts once the sender's earlier message
+  /// to that rank has arrived (the flow network would otherwise share them side by side).
+  /// 0 (default): every transfer holds its sender too (Step's rule), no connection order.
+  double buffered_send_bytes = 0;
 };
 
 /// Runs the schedule to completion. `op.group` maps schedule ranks to topology devices.

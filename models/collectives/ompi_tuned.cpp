@@ -39,7 +39,7 @@ std::vector<U> identity(std::size_t n) {
 // Largest power of two <= n, and the ranks folded away (n - pof2).
 std::size_t pof2_of(std::size_t n) { return std::bit_floor(n); }
 
-// Fold used by recursive doubling, Rabenseifner and recursive halving for n not a power of
+// Fold used by recursive doubling and recursive halving (Rabenseifner has its own) for n not a power of
 // two: the first 2 rem ranks pair up, even rank 2i sends its whole vector to 2i + 1, which
 // reduces it and takes virtual rank i; rank r >= 2 rem is virtual rank r - rem.
 U real_rank(std::size_t v, std::size_t rem) { return static_cast<U>(v < rem ? 2 * v + 1 : v + rem); }
@@ -75,24 +75,42 @@ void allreduce_recursive_doubling(Builder& b, std::size_t n, double S) {
   unfold(b, rem, S);
 }
 
-// ompi_coll_base_allreduce_intra_redscat_allgather (Rabenseifner): fold; reduce-scatter by
-// recursive vector halving with distance DOUBLING (step k: partner v xor 2^k, S/2^(k+1));
-// all-gather by recursive vector doubling with distance halving; unfold (the whole vector).
+// ompi_coll_base_allreduce_intra_redscat_allgather (Rabenseifner). Its fold is not the one of
+// recursive doubling: in each of the first rem pairs the even rank sends the right half to the
+// odd one while the odd rank sends the left half back (ompi_coll_base_sendrecv), both reduce
+// their half, then the odd rank sends its reduced right half to the even rank (PML send), and
+// the EVEN rank goes on as virtual rank i (dest = vdest < rem ? 2 vdest : vdest + rem). Then
+// reduce-scatter by recursive vector halving with distance DOUBLING (step k: partner v xor 2^k,
+// S/2^(k+1)); all-gather by recursive vector doubling with distance halving; finally "Step 4":
+// the even rank sends the whole result to the odd one.
+U real_rank_even(std::size_t v, std::size_t rem) { return static_cast<U>(v < rem ? 2 * v : v + rem); }
+
 void allreduce_rabenseifner(Builder& b, std::size_t n, double S) {
   const std::size_t p = pof2_of(n), rem = n - p;
-  fold(b, rem, S);
+  if (rem > 0) {
+    auto& halves = b.step("fold: exchange halves", S / 2);
+    for (std::size_t i = 0; i < rem; ++i) {
+      halves.transfers.push_back(xfer(static_cast<U>(2 * i), static_cast<U>(2 * i + 1), S / 2));
+      halves.transfers.push_back(xfer(static_cast<U>(2 * i + 1), static_cast<U>(2 * i), S / 2));
+    }
+    auto& back = b.step("fold: reduced half to the even rank", S / 2);
+    for (std::size_t i = 0; i < rem; ++i) back.transfers.push_back(xfer(static_cast<U>(2 * i + 1), static_cast<U>(2 * i), S / 2));
+  }
   double piece = S;
   for (std::size_t mask = 1; mask < p; mask <<= 1) {
     piece /= 2;
     auto& st = b.step("recursive halving", piece);
-    for (std::size_t v = 0; v < p; ++v) st.transfers.push_back(xfer(real_rank(v, rem), real_rank(v ^ mask, rem), piece));
+    for (std::size_t v = 0; v < p; ++v) st.transfers.push_back(xfer(real_rank_even(v, rem), real_rank_even(v ^ mask, rem), piece));
   }
   for (std::size_t mask = p >> 1; mask > 0; mask >>= 1) {
     auto& st = b.step("recursive doubling");
-    for (std::size_t v = 0; v < p; ++v) st.transfers.push_back(xfer(real_rank(v, rem), real_rank(v ^ mask, rem), piece));
+    for (std::size_t v = 0; v < p; ++v) st.transfers.push_back(xfer(real_rank_even(v, rem), real_rank_even(v ^ mask, rem), piece));
     piece *= 2;
   }
-  unfold(b, rem, S);
+  if (rem > 0) {
+    auto& st = b.step("unfold to the odd rank");
+    for (std::size_t i = 0; i < rem; ++i) st.transfers.push_back(xfer(static_cast<U>(2 * i), static_cast<U>(2 * i + 1), S));
+  }
 }
 
 // ompi_coll_base_allreduce_intra_basic_linear: ompi_coll_base_reduce_intra_basic_linear to

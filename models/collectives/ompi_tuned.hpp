@@ -13,6 +13,9 @@
 //
 // Each step is a set of concurrent messages under the rank-local barrier rule of Step
 // (collective.hpp): a rank sends its step-k messages once its step-(k-1) messages are done.
+// OpenMPI sends them with blocking eager sends that return once the data is in the socket
+// buffer: validation evaluates records of `bench emulate` (eager limit above every message)
+// with FlowOptions::buffered_send_bytes, where a rank waits for its receives only.
 // Sources (open-mpi/ompi, ompi/mca/coll/base/, v4.1.x; function names given per algorithm in
 // ompi_tuned.cpp):
 //   allreduce      ring, segmented_ring (= ring with segment size 0), recursive_doubling,
@@ -27,7 +30,9 @@
 // non_overlapping and butterfly, allgather linear, broadcast split_binary_tree and
 // scatter_allgather, two_proc (n = 2 only).
 // Non-power-of-two n: the fold of the first 2 (n - 2^floor(log2 n)) ranks into pairs before,
-// and the unfold after, exactly as the OpenMPI functions do.
+// and the unfold after, exactly as the OpenMPI functions do (recursive doubling and recursive
+// halving: the even rank of a pair hands its vector to the odd one, which goes on; Rabenseifner:
+// the pair exchanges halves and the even rank goes on).
 #include <optional>
 #include <string>
 #include <vector>

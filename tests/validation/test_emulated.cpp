@@ -104,12 +104,17 @@ constexpr Deviation kDeviations[] = {
      "as binary_tree: the root's concurrent sends leave in posting order (the fair share over-predicts "
      "by up to 68.2 / 45.5 - 1 = 50 % when they go one after the other); switch medians 23.9-30.1 % "
      "over five runs, 29.1 % (repeat 28.4 %) in a clean-clone run (docs/measurements.md)"},
-    {"*", "broadcast", "scatter_allgather_ring", 0.33,
-     "measured 19-25 % slower than the binomial scatter + ring all-gather schedule on the switch; "
-     "cause not isolated"},
+    {"*", "broadcast", "scatter_allgather_ring", 0.12,
+     "19-25 % slow on the switch while a rank waited for its sends to arrive; with OpenMPI's "
+     "buffered sends and one byte stream per pair (the ring blocks queue behind the scatter's), "
+     "3.4 and 7.6 % (switch), 1.3 and 7.1 % (two-level) on two earlier runs' records "
+     "(docs/measurements.md \"Buffered sends\")"},
     {"*", "reducescatter", "recursive_halving", 0.60,
      "measured 1.6x the schedule on the switch (111 ms for 4 MiB against 68 ms for (n-1)/n S in "
-     "2 exchanges; median 39-48 %); 5-15 % on bus and two-level; cause not isolated"},
+     "2 exchanges; median 39-48 %); 5-15 % on bus and two-level. Per-connection bytes match the "
+     "schedule; the ranks leave the barrier before each call 19-25 ms apart after this pair, and "
+     "the early pair's distance-1 data then shares the late pair's ports: a measurement artefact "
+     "(docs/measurements.md \"Buffered sends\")"},
     {"switch", "alltoall", "linear", 0.22,
      "3 concurrent TCP flows into each host's shaped FIFO run below their max-min share: measured "
      "4-11 % slow over 1-4 MiB, 16.6 and 13.7 % (run, repeat) at 1 MiB alone, the size the suite "

@@ -82,20 +82,34 @@ TEST_CASE("ompi ring all-reduce, reduce-scatter, all-gather: only rank -> rank +
   }
 }
 
-TEST_CASE("ompi rabenseifner all-reduce at n = 6: fold, distance doubling, unfold") {
-  // pof2 = 4, rem = 2: ranks 0 and 2 fold into 1 and 3; virtual ranks 0..3 = real 1, 3, 4, 5.
-  // Halving: distance 1 (1<->3, 4<->5) S/2, distance 2 (1<->4, 3<->5) S/4; doubling mirrors it.
-  const auto m = bytes_by_pair(coll::ompi_schedule(op_of(OpKind::allreduce, 6, S), "rabenseifner"));
-  CHECK(m.at({0, 1}) == doctest::Approx(S).scale(0));
-  CHECK(m.at({2, 3}) == doctest::Approx(S).scale(0));
-  CHECK(m.at({1, 0}) == doctest::Approx(S).scale(0));
-  CHECK(m.at({3, 2}) == doctest::Approx(S).scale(0));
-  CHECK(m.at({1, 3}) == doctest::Approx(S / 2 + S / 2).scale(0));
+TEST_CASE("ompi rabenseifner all-reduce at n = 6: halves-exchange fold, the even ranks go on, unfold") {
+  // ompi_coll_base_allreduce_intra_redscat_allgather, pof2 = 4, rem = 2. Fold: pairs (0,1) and
+  // (2,3) exchange halves (S/2 each way), then the odd rank sends its reduced right half (S/2)
+  // to the even one; the EVEN ranks go on: virtual ranks 0..3 = real 0, 2, 4, 5 (dest = vdest <
+  // rem ? 2 vdest : vdest + rem). Halving: distance 1 (0<->2, 4<->5) S/2, distance 2 (0<->4,
+  // 2<->5) S/4; doubling mirrors it; Step 4: the even rank sends the whole S to the odd one.
+  const auto s = coll::ompi_schedule(op_of(OpKind::allreduce, 6, S), "rabenseifner");
+  const auto m = bytes_by_pair(s);
+  CHECK(m.at({0, 1}) == doctest::Approx(S / 2 + S).scale(0));
+  CHECK(m.at({2, 3}) == doctest::Approx(S / 2 + S).scale(0));
+  CHECK(m.at({1, 0}) == doctest::Approx(S / 2 + S / 2).scale(0));
+  CHECK(m.at({3, 2}) == doctest::Approx(S / 2 + S / 2).scale(0));
+  CHECK(m.at({0, 2}) == doctest::Approx(S / 2 + S / 2).scale(0));
+  CHECK(m.at({2, 0}) == doctest::Approx(S / 2 + S / 2).scale(0));
   CHECK(m.at({4, 5}) == doctest::Approx(S).scale(0));
-  CHECK(m.at({1, 4}) == doctest::Approx(S / 4 + S / 4).scale(0));
-  CHECK(m.at({5, 3}) == doctest::Approx(S / 2).scale(0));
-  CHECK(m.count({0, 2}) == 0);
+  CHECK(m.at({0, 4}) == doctest::Approx(S / 4 + S / 4).scale(0));
+  CHECK(m.at({5, 2}) == doctest::Approx(S / 2).scale(0));
+  CHECK(m.count({1, 3}) == 0);  // the odd ranks drop out after the fold
+  CHECK(m.count({3, 5}) == 0);
   CHECK(m.size() == 4 + 8);
+  // Step by step: the halves exchange, then the odd ranks' reduced halves, first.
+  REQUIRE(s.steps.size() >= 2);
+  const auto step0 = bytes_by_pair(coll::Schedule{"", {s.steps[0]}, 1, 6});
+  CHECK(step0 == std::map<Pair, double>{{{0, 1}, S / 2}, {{1, 0}, S / 2}, {{2, 3}, S / 2}, {{3, 2}, S / 2}});
+  const auto step1 = bytes_by_pair(coll::Schedule{"", {s.steps[1]}, 1, 6});
+  CHECK(step1 == std::map<Pair, double>{{{1, 0}, S / 2}, {{3, 2}, S / 2}});
+  const auto last = bytes_by_pair(coll::Schedule{"", {s.steps.back()}, 1, 6});
+  CHECK(last == std::map<Pair, double>{{{0, 1}, S}, {{2, 3}, S}});
   // n = 8: step k pairs r with r xor 2^k, S/2^(k+1) each way, then mirrored.
   const auto m8 = bytes_by_pair(coll::ompi_schedule(op_of(OpKind::allreduce, 8, S), "rabenseifner"));
   CHECK(m8.at({0, 1}) == doctest::Approx(2 * S / 2).scale(0));
@@ -227,10 +241,10 @@ TEST_CASE("ompi schedules on a switch: flow time = the closed form") {
   CHECK(time(OpKind::allreduce, 6, "ring") == doctest::Approx(2.0 * 5 / 6 * S / B).epsilon(1e-6).scale(0));
   // Rabenseifner n = 8: halving S/2 + S/4 + S/8, doubling mirrored.
   CHECK(time(OpKind::allreduce, 8, "rabenseifner") == doctest::Approx(1.75 * S / B).epsilon(1e-6).scale(0));
-  // n = 6: fold S, halving S/2 + S/4, doubling S/4 + S/2, unfold S = 3.5 S/B if the steps ran
-  // in lockstep; ranks 4 and 5 take no part in the fold and start halving at once, and their
-  // S/4 to rank 1 (eager: sent without waiting for the receive) then shares rank 1's port with
-  // the fold: slower, never faster.
+  // n = 6: fold S/2 + S/2, halving S/2 + S/4, doubling S/4 + S/2, unfold S = 3.5 S/B if the
+  // steps ran in lockstep; ranks 4 and 5 take no part in the fold and start halving at once, and
+  // their S/4 to rank 0 (eager: sent without waiting for the receive) then shares rank 0's port
+  // with the fold: slower, never faster.
   CHECK(time(OpKind::allreduce, 6, "rabenseifner") > 3.5 * S / B);
   // Linear: 5 vectors into rank 0's port, 5 out of it.
   CHECK(time(OpKind::allreduce, 6, "basic_linear") == doctest::Approx(10 * S / B).epsilon(1e-6).scale(0));
@@ -251,4 +265,58 @@ TEST_CASE("ompi algorithms not modelled, unknown, or too few ranks: a clear erro
                        "of basic_linear, chain, pipeline, binary_tree, binomial, knomial, scatter_allgather_ring",
                        ConfigError);
   CHECK_THROWS_AS(coll::ompi_schedule(op_of(OpKind::allreduce, 1, S), "ring"), ConfigError);
+}
+
+TEST_CASE("buffered sends (OpenMPI eager over TCP): recursive doubling at n = 6 on a two-level tree; connection order") {
+  // Three leaves of 2 hosts, host links B, uplinks B/2 (the emulated two-level cluster, 4:1).
+  // ompi_coll_base_allreduce_intra_recursivedoubling at n = 6: fold 0->1, 2->3 (S); virtual
+  // ranks 1, 3, 4, 5; distance 1: 1<->3 (leaf 0 <-> leaf 1), 4<->5 (in leaf 2); distance 2:
+  // 1<->4, 3<->5 (both into leaf 2); unfold 1->0, 3->2. In units u = S/B:
+  //  [0, 1]  fold and 4<->5 at B.
+  //  [1, 5]  1<->3 and, early, 4->1 and 5->3 (ranks 4, 5 are done with distance 1): leaf 0's
+  //          downlink carries 3->1 and 4->1, leaf 1's 1->3 and 5->3, leaf 2's uplink 4->1 and
+  //          5->3: every flow B/4 (max-min), S each: 4 u.
+  //  Step's rule (a rank waits for its sends too): 1->4 and 3->5 share leaf 2's downlink, B/4
+  //  each: [5, 9]; only then the unfold, [9, 10]: 10 u.
+  //  Buffered sends: ranks 1 and 3 have received 4->1 / 5->3 already, so they go on to the
+  //  unfold at 5 while 1->4 and 3->5 drain: 1->0 takes what 1->4 leaves of host 1's link
+  //  (3B/4, done at 5 + 4/3); 1->4 and 3->5 still end at 9: 9 u, rank 4 and 5 last.
+  auto t = topo::make_topology("fat_tree:hosts=6,hosts_per_leaf=2,spines=1,bw=1GB/s,uplink_bw=500MB/s,lat=0us", "test");
+  const auto op = op_of(OpKind::allreduce, 6, S);
+  const auto s = coll::ompi_schedule(op, "recursive_doubling");
+  const double u = S / 1e9;
+  coll::FlowOptions strict;
+  CHECK(coll::evaluate_flow(t, op, s, strict).time_s == doctest::Approx(10 * u).epsilon(1e-6).scale(0));
+  coll::FlowOptions buffered;
+  buffered.buffered_send_bytes = S;  // every message of the schedule (S) is buffered
+  std::map<std::uint32_t, double> last_arrival;  // by receiving rank
+  buffered.on_transfer = [&](const coll::TransferRecord& r) {
+    last_arrival[r.dst] = std::max(last_arrival[r.dst], r.end.to_seconds());
+  };
+  CHECK(coll::evaluate_flow(t, op, s, buffered).time_s == doctest::Approx(9 * u).epsilon(1e-6).scale(0));
+  CHECK(last_arrival.at(0) == doctest::Approx((5 + 4.0 / 3) * u).epsilon(1e-6).scale(0));
+  CHECK(last_arrival.at(4) == doctest::Approx(9 * u).epsilon(1e-6).scale(0));
+  // A threshold below the message size keeps Step's rule.
+  coll::FlowOptions small;
+  small.buffered_send_bytes = S / 2;
+  CHECK(coll::evaluate_flow(t, op, s, small).time_s == doctest::Approx(10 * u).epsilon(1e-6).scale(0));
+  // One connection per ordered pair, a byte stream: a second message to the same rank waits
+  // for the first. Scatter + ring all-gather broadcast at n = 4 on a switch, blocks b = S/4, in
+  // units v = b/B: rank 0 issues 0->2 (2b) and 0->1 (b) at once (B/2 each) and its first ring
+  // block to 1 behind 0->1: [0, 2] 0->1; [2, 4] 0->2's second b, 0->1 (ring) and 1->2 (ring),
+  // B/2 each (rank 0's port, rank 2's port); [4, 5] 2->3 (scatter) and 1->2; then rank 2's
+  // ring blocks to 3 queue behind its scatter block, one per v: [5, 6], [6, 7], [7, 8]: 8 v.
+  // Step's rule: 2 + 1 + 3 = 6 v. Without the connection order (flows of one pair side by side)
+  // it would be 16 v.
+  auto sw = topo::make_topology("switch:n=4,bw=1GB/s,lat=0us", "test");
+  const auto bop = op_of(OpKind::broadcast, 4, S);
+  const auto sag = coll::ompi_schedule(bop, "scatter_allgather_ring");
+  const double v = S / 4 / 1e9;
+  CHECK(coll::evaluate_flow(sw, bop, sag, strict).time_s == doctest::Approx(6 * v).epsilon(1e-6).scale(0));
+  buffered.on_transfer = nullptr;
+  CHECK(coll::evaluate_flow(sw, bop, sag, buffered).time_s == doctest::Approx(8 * v).epsilon(1e-6).scale(0));
+  // A power of two in lockstep (n = 4 on a switch) is the same either way: 2 S/B.
+  const auto op4 = op_of(OpKind::allreduce, 4, S);
+  CHECK(coll::evaluate_flow(sw, op4, coll::ompi_schedule(op4, "recursive_doubling"), buffered).time_s ==
+        doctest::Approx(2 * u).epsilon(1e-6).scale(0));
 }
