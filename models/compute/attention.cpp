@@ -35,6 +35,16 @@ double attention_time_s(const Device& dev, const AttentionShape& a, MathType m, 
     const double tm = flash_attention_bytes(a, e, backward) / mem_Bps;
     return std::max(tc, tm) + (backward ? 3.0 : 1.0) * dev.launch_s;
   }
+  const double eff = backward ? dev.unfused_mem_eff_bwd : dev.unfused_mem_eff_fwd;
+  return unfused_attention_time_s(dev, a, m, backward, eff > 0 ? eff : dev.mem_eff);
+}
+
+double unfused_attention_time_s(const Device& device, const AttentionShape& a, MathType m, bool backward,
+                                double mem_eff) {
+  Device dev = device;  // the unfused kernels' own achieved bandwidth
+  dev.mem_eff = mem_eff;
+  const double e = element_bytes(m);
+  const double mem_Bps = dev.hbm_Bps * dev.mem_eff;
   const std::uint64_t bh = a.batch * a.heads;
   const double scores = d(bh) * d(a.seq_q) * d(a.seq_kv);
   const double ew_launch = (a.dropout ? 2.0 : 1.0) * dev.launch_s;

@@ -38,6 +38,18 @@ struct AttentionShape {
   bool triton = false;
 };
 
+/// Fraction of hbm_Bps the unfused attention reaches (its batched GEMMs' memory roofline and
+/// the softmax / dropout passes over the s x s scores), forward and backward: fitted to
+/// Megatron-LM's attention measured on an A100 40GB (Dao et al. 2022, "FlashAttention", arXiv
+/// 2205.14135, Appendix E.5, Tables 18 and 19, the "Megatron" rows: batch 16, 8 heads of 64,
+/// s = 512, 1024, 2048, no dropout, no mask, fp16; 0.42 / 1.33 / 4.28 ms forward, 0.80 / 2.59 /
+/// 8.86 ms backward) by least squares on the relative error over the three lengths
+/// (tests/models/compute/test_gemm_attention.cpp refits and prints the residuals). The only
+/// measurement of these kernels found: the NVIDIA GPU presets carry it
+/// (Device::unfused_mem_eff_fwd / _bwd).
+inline constexpr double kUnfusedMemEffFwd = 0.579;
+inline constexpr double kUnfusedMemEffBwd = 0.510;
+
 inline constexpr double kTritonFwdSlowdown = 1.4;  ///< midpoint of 1.3-1.5 (Dao 2023, sec. 4.1)
 inline constexpr double kTritonBwdSlowdown = 2.0;  ///< "around 2x" (same)
 
@@ -47,5 +59,9 @@ double flash_attention_flops(const AttentionShape& a, bool backward);
 double flash_attention_bytes(const AttentionShape& a, double e, bool backward);
 /// Time of the attention core, forward or backward, seconds (launch overhead included).
 double attention_time_s(const Device& d, const AttentionShape& a, MathType m, bool backward);
+/// The unfused path (a.flash ignored) with its kernels at `mem_eff` of hbm_Bps (attention_time_s
+/// passes the device's unfused_mem_eff_fwd / _bwd, or mem_eff where 0); for the fit of those
+/// constants.
+double unfused_attention_time_s(const Device& d, const AttentionShape& a, MathType m, bool backward, double mem_eff);
 
 }  // namespace shardsim::compute

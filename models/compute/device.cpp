@@ -9,6 +9,7 @@
 #include <span>
 #include <stdexcept>
 
+#include "models/compute/attention.hpp"
 #include "models/compute/device_json.hpp"
 #include "sim/error.hpp"
 
@@ -99,6 +100,8 @@ Device gpu(std::string name, std::string desc, double fp32, double tf32, double 
   d.flops_eff = 0.7;
   d.mem_eff = 0.8;
   d.launch_s = 4e-6;
+  d.unfused_mem_eff_fwd = kUnfusedMemEffFwd;  // measured on NVIDIA's CUDA kernels (attention.hpp)
+  d.unfused_mem_eff_bwd = kUnfusedMemEffBwd;
   d.source = std::move(src);
   return d;
 }
@@ -295,6 +298,7 @@ std::vector<Device> make_presets() {
   // INT8 2,614.9 TOPS (dense); 192 GB HBM3, 5.3 TB/s; 304 compute units.
   v.push_back(gpu("mi300x", "AMD Instinct MI300X 192GB", 163.4 * T, 653.7 * T, 1307.4 * T, 2614.9 * T, 2614.9 * T,
                   192ULL * 1000000000ULL, 5300 * GB, "AMD Instinct MI300X datasheet"));
+  v.back().unfused_mem_eff_fwd = v.back().unfused_mem_eff_bwd = 0;  // the fit is of NVIDIA's kernels
   per_op(v.back(), 304, kCudaTiles, 781.9 / 1300.0, 0.35, 0.3,
          "304 CUs: MI300X datasheet; gemm_eff: MAMF 781.9/1300 (ml-engineering, ROCm 6.2); attention 0.35/0.30 of "
          "peak is an assumption (no published CK flash-attention fraction in the sources)");

@@ -44,6 +44,10 @@ struct Device {
   double gemm_eff = 0.7;              ///< fraction of peak a full wave of tiles sustains
   double attn_fwd_eff = 0.5;          ///< fused (flash) attention forward, fraction of peak
   double attn_bwd_eff = 0.4;          ///< fused attention backward, fraction of peak
+  /// Fraction of hbm_Bps the unfused attention's kernels reach, forward / backward (0: mem_eff).
+  /// NVIDIA GPU presets: compute::kUnfusedMemEff{Fwd,Bwd} (attention.hpp, fitted to Megatron's
+  /// attention measured on A100); TPUs (XLA fuses the softmax) and MI300X keep mem_eff.
+  double unfused_mem_eff_fwd = 0, unfused_mem_eff_bwd = 0;
   std::string compute_source;         ///< where units, tiles and the efficiencies come from
   /// Compute units a running collective occupies: NCCL launches one CTA per channel, each on
   /// an SM of its own for the collective's whole duration (NCCL environment variables docs:

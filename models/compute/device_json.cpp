@@ -21,7 +21,8 @@ using nlohmann::json;
 constexpr std::array kKeys = {"name",         "base",          "description",  "source",       "compute_source",
                               "comm_units_source", "peak_flops", "hbm_bytes",  "hbm_Bps",      "launch_s",
                               "flops_eff",    "mem_eff",       "gemm_eff",     "attn_fwd_eff", "attn_bwd_eff",
-                              "compute_units", "gemm_tiles",   "gemm_tile_k",  "comm_units"};
+                              "compute_units", "gemm_tiles",   "gemm_tile_k",  "comm_units",
+                              "unfused_mem_eff_fwd", "unfused_mem_eff_bwd"};
 constexpr std::array kMath = {MathType::fp32, MathType::tf32, MathType::bf16,
                               MathType::fp16, MathType::fp8,  MathType::int8};
 
@@ -157,6 +158,8 @@ Device device_from_json(const json& j, const std::string& file) {
   if (r.has("gemm_eff")) d.gemm_eff = r.fraction("gemm_eff");
   if (r.has("attn_fwd_eff")) d.attn_fwd_eff = r.fraction("attn_fwd_eff");
   if (r.has("attn_bwd_eff")) d.attn_bwd_eff = r.fraction("attn_bwd_eff");
+  if (r.has("unfused_mem_eff_fwd")) d.unfused_mem_eff_fwd = r.fraction("unfused_mem_eff_fwd");
+  if (r.has("unfused_mem_eff_bwd")) d.unfused_mem_eff_bwd = r.fraction("unfused_mem_eff_bwd");
   if (r.has("compute_units")) d.compute_units = r.count("compute_units", 1);
   if (r.has("gemm_tile_k")) d.gemm_tile_k = r.count("gemm_tile_k", 1);
   if (r.has("gemm_tiles")) {

@@ -135,7 +135,7 @@ TEST_CASE("device JSON: each validation rule, with its exact message") {
   CHECK(with("gem_eff", 0.5) ==
         "dev.json: /gem_eff: unknown key 'gem_eff'; expected one of name, base, description, source, compute_source, "
         "comm_units_source, peak_flops, hbm_bytes, hbm_Bps, launch_s, flops_eff, mem_eff, gemm_eff, attn_fwd_eff, "
-        "attn_bwd_eff, compute_units, gemm_tiles, gemm_tile_k, comm_units");
+        "attn_bwd_eff, compute_units, gemm_tiles, gemm_tile_k, comm_units, unfused_mem_eff_fwd, unfused_mem_eff_bwd");
   json nameless = kFull;
   nameless.erase("name");
   CHECK(error_of(nameless) == "dev.json: /name: missing; expected the device's name (a string)");
