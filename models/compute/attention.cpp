@@ -35,30 +35,28 @@ double attention_time_s(const Device& dev, const AttentionShape& a, MathType m, 
     const double tm = flash_attention_bytes(a, e, backward) / mem_Bps;
     return std::max(tc, tm) + (backward ? 3.0 : 1.0) * dev.launch_s;
   }
-  const double eff = backward ? dev.unfused_mem_eff_bwd : dev.unfused_mem_eff_fwd;
-  return unfused_attention_time_s(dev, a, m, backward, eff > 0 ? eff : dev.mem_eff);
+  return unfused_attention_time_s(dev, a, m, backward, backward ? dev.unfused_mem_eff_bwd : dev.unfused_mem_eff_fwd);
 }
 
-double unfused_attention_time_s(const Device& device, const AttentionShape& a, MathType m, bool backward,
+double unfused_attention_time_s(const Device& dev, const AttentionShape& a, MathType m, bool backward,
                                 double mem_eff) {
-  Device dev = device;  // the unfused kernels' own achieved bandwidth
-  dev.mem_eff = mem_eff;
+  if (mem_eff <= 0) mem_eff = dev.mem_eff;
   const double e = element_bytes(m);
-  const double mem_Bps = dev.hbm_Bps * dev.mem_eff;
+  const double mem_Bps = dev.hbm_Bps * mem_eff;
   const std::uint64_t bh = a.batch * a.heads;
   const double scores = d(bh) * d(a.seq_q) * d(a.seq_kv);
   const double ew_launch = (a.dropout ? 2.0 : 1.0) * dev.launch_s;
   if (!backward) {
-    const double gemms = gemm_time_s(dev, {a.seq_q, a.seq_kv, a.head_dim, bh}, m) +  // Q K^T
-                         gemm_time_s(dev, {a.seq_q, a.head_dim, a.seq_kv, bh}, m);   // P V
+    const double gemms = gemm_time_s(dev, {a.seq_q, a.seq_kv, a.head_dim, bh}, m, mem_eff) +  // Q K^T
+                         gemm_time_s(dev, {a.seq_q, a.head_dim, a.seq_kv, bh}, m, mem_eff);   // P V
     double bytes = 2.0 * e * scores;                   // softmax: read scores, write P
     if (a.dropout) bytes += (2.0 * e + 1.0) * scores;  // read P, write dropped P and the mask
     return gemms + bytes / mem_Bps + ew_launch;
   }
-  const double gemms = gemm_time_s(dev, {a.seq_kv, a.head_dim, a.seq_q, bh}, m) +  // dV = P^T dO
-                       gemm_time_s(dev, {a.seq_q, a.seq_kv, a.head_dim, bh}, m) +  // dP = dO V^T
-                       gemm_time_s(dev, {a.seq_q, a.head_dim, a.seq_kv, bh}, m) +  // dQ = dS K
-                       gemm_time_s(dev, {a.seq_kv, a.head_dim, a.seq_q, bh}, m);   // dK = dS^T Q
+  const double gemms = gemm_time_s(dev, {a.seq_kv, a.head_dim, a.seq_q, bh}, m, mem_eff) +  // dV = P^T dO
+                       gemm_time_s(dev, {a.seq_q, a.seq_kv, a.head_dim, bh}, m, mem_eff) +  // dP = dO V^T
+                       gemm_time_s(dev, {a.seq_q, a.head_dim, a.seq_kv, bh}, m, mem_eff) +  // dQ = dS K
+                       gemm_time_s(dev, {a.seq_kv, a.head_dim, a.seq_q, bh}, m, mem_eff);   // dK = dS^T Q
   double bytes = 3.0 * e * scores;                   // softmax backward: read P, dP; write dS
   if (a.dropout) bytes += (2.0 * e + 1.0) * scores;  // read dP and the mask, write
   return gemms + bytes / mem_Bps + ew_launch;

@@ -59,9 +59,9 @@ double flash_attention_flops(const AttentionShape& a, bool backward);
 double flash_attention_bytes(const AttentionShape& a, double e, bool backward);
 /// Time of the attention core, forward or backward, seconds (launch overhead included).
 double attention_time_s(const Device& d, const AttentionShape& a, MathType m, bool backward);
-/// The unfused path (a.flash ignored) with its kernels at `mem_eff` of hbm_Bps (attention_time_s
-/// passes the device's unfused_mem_eff_fwd / _bwd, or mem_eff where 0); for the fit of those
-/// constants.
+/// The unfused path (a.flash ignored) with its kernels at `mem_eff` of hbm_Bps (0: the device's
+/// mem_eff; attention_time_s passes the device's unfused_mem_eff_fwd / _bwd); for the fit of
+/// those constants.
 double unfused_attention_time_s(const Device& d, const AttentionShape& a, MathType m, bool backward, double mem_eff);
 
 }  // namespace shardsim::compute

@@ -22,11 +22,11 @@ double element_bytes(MathType m) {
   return 2;
 }
 
-double gemm_time_on_tile_s(const Device& dev, const GemmShape& g, MathType m, GemmTile tile) {
+double gemm_time_on_tile_s(const Device& dev, const GemmShape& g, MathType m, GemmTile tile, double mem_eff) {
   if (g.m == 0 || g.n == 0 || g.k == 0 || g.batch == 0) return 0.0;
   const double peak = dev.peak(m);
   const double bytes = element_bytes(m) * d(g.m * g.k + g.k * g.n + g.m * g.n) * d(g.batch);
-  const double t_mem = bytes / (dev.hbm_Bps * dev.mem_eff);
+  const double t_mem = bytes / (dev.hbm_Bps * (mem_eff > 0 ? mem_eff : dev.mem_eff));
   if (dev.compute_units == 0 || tile.m == 0 || tile.n == 0) {
     return std::max(2.0 * d(g.m) * d(g.n) * d(g.k) * d(g.batch) / (peak * dev.gemm_eff), t_mem);
   }
@@ -41,11 +41,11 @@ double gemm_time_on_tile_s(const Device& dev, const GemmShape& g, MathType m, Ge
   return std::max(t_math, t_mem);
 }
 
-double gemm_time_s(const Device& dev, const GemmShape& g, MathType m) {
+double gemm_time_s(const Device& dev, const GemmShape& g, MathType m, double mem_eff) {
   if (g.m == 0 || g.n == 0 || g.k == 0 || g.batch == 0) return 0.0;
   double best = std::numeric_limits<double>::infinity();
-  if (dev.gemm_tiles.empty()) best = gemm_time_on_tile_s(dev, g, m, GemmTile{});
-  for (const auto& t : dev.gemm_tiles) best = std::min(best, gemm_time_on_tile_s(dev, g, m, t));
+  if (dev.gemm_tiles.empty()) best = gemm_time_on_tile_s(dev, g, m, GemmTile{}, mem_eff);
+  for (const auto& t : dev.gemm_tiles) best = std::min(best, gemm_time_on_tile_s(dev, g, m, t, mem_eff));
   return best + dev.launch_s;
 }
 

@@ -25,10 +25,11 @@ struct GemmShape {
 /// Bytes per element of `m` (fp32/tf32 4, bf16/fp16 2, fp8/int8 1).
 double element_bytes(MathType m);
 
-/// Time of one GEMM on one given tile (no launch overhead). Zero for an empty shape.
-double gemm_time_on_tile_s(const Device& d, const GemmShape& g, MathType m, GemmTile tile);
-/// Time of one GEMM, the fastest of the device's tiles, plus launch_s.
-double gemm_time_s(const Device& d, const GemmShape& g, MathType m);
+/// Time of one GEMM on one given tile (no launch overhead). Zero for an empty shape. `mem_eff`:
+/// the fraction of hbm_Bps its memory roofline uses (0: the device's mem_eff).
+double gemm_time_on_tile_s(const Device& d, const GemmShape& g, MathType m, GemmTile tile, double mem_eff = 0);
+/// Time of one GEMM, the fastest of the device's tiles, plus launch_s (`mem_eff` as above).
+double gemm_time_s(const Device& d, const GemmShape& g, MathType m, double mem_eff = 0);
 /// Achieved fraction of peak: 2 m n k batch / (t x peak[m]) with t = gemm_time_s - launch_s.
 double gemm_efficiency(const Device& d, const GemmShape& g, MathType m);
 

@@ -270,7 +270,7 @@ class StrategyBuilder {
   //    the reduce-scatter input in the reduce dtype (read gb n, write rb n). fp32 / bf16
   //    reductions divide inside NCCL (ReduceOp.AVG: _get_gradient_divide_factors), no pass.
   double pass_s(double bytes, std::uint32_t kernels) const {
-    return bytes / (dev_.hbm_Bps * dev_.mem_eff) + kernels * dev_.launch_s;
+    return dev_.stream_time_s(0, bytes) + kernels * dev_.launch_s;
   }
   static std::uint64_t predivide_factor(std::uint64_t n) {
     std::uint64_t f = 1;
@@ -280,6 +280,26 @@ class StrategyBuilder {
   void fsdp_pass(double seconds, const char* what, std::vector<std::uint32_t> deps) {
     last_compute_ = p_.compute(NodePhase::backward, seconds, std::move(deps),
                                c_.record_timeline ? fmt::format("fsdp {}", what) : std::string());
+  }
+
+  // The passes before a unit's reduce-scatter of `n` elements over `ranks` (none for one rank).
+  void fsdp_before_reduce(double n, std::uint64_t ranks) {
+    if (ranks == 1 || c_.fsdp == FsdpImpl::none) return;
+    if (c_.fsdp == FsdpImpl::fsdp2) {
+      fsdp_pass(pass_s(double(gb_ + rb_) * n, 1), "reduce-scatter copy-in", deps_of({last_compute_}));
+      return;
+    }
+    double bytes = 2.0 * gb_ * n;  // the flat gradient from the views' gradients
+    std::uint32_t kernels = 1;
+    if (rb_ != gb_) {  // the cast to the reduce dtype
+      bytes += double(gb_ + rb_) * n;
+      ++kernels;
+    }
+    if (predivide_factor(ranks) > 1) {  // the predivide in place
+      bytes += 2.0 * rb_ * n;
+      ++kernels;
+    }
+    fsdp_pass(pass_s(bytes, kernels), "gradient flatten, cast, predivide", deps_of({last_compute_}));
   }
 
   void run_zero3() {
@@ -342,26 +362,10 @@ class StrategyBuilder {
         }
         recompute(i, deps);
         compute(i, deps);
-        if (o.phase == OpPhase::backward && last_bwd_[o.unit] == i && unit_elems_[o.unit] > 0 && N > 1) {
-          const double n_u = double(padded[o.unit]);
-          if (c_.fsdp == FsdpImpl::fsdp1) {
-            double bytes = 2.0 * gb_ * n_u;  // the flat gradient from the views' gradients
-            std::uint32_t kernels = 1;
-            if (rb_ != gb_) {
-              bytes += double(gb_ + rb_) * n_u;
-              ++kernels;
-            }
-            if (predivide_factor(N) > 1) {
-              bytes += 2.0 * rb_ * n_u;
-              ++kernels;
-            }
-            fsdp_pass(pass_s(bytes, kernels), "gradient flatten, cast, predivide", deps_of({last_compute_}));
-          } else if (c_.fsdp == FsdpImpl::fsdp2) {
-            fsdp_pass(pass_s(double(gb_ + rb_) * n_u, 1), "reduce-scatter copy-in", deps_of({last_compute_}));
-          }
-        }
         if (o.phase == OpPhase::backward && last_bwd_[o.unit] == i && unit_elems_[o.unit] > 0) {
-          issue(coll::OpKind::reducescatter, double(padded[o.unit]) * rb_, all, deps_of({last_compute_}), "unit gradients");
+          const double n_u = double(padded[o.unit]);
+          fsdp_before_reduce(n_u, N);
+          issue(coll::OpKind::reducescatter, n_u * rb_, all, deps_of({last_compute_}), "unit gradients");
         }
       }
     }

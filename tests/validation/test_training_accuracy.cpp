@@ -70,6 +70,9 @@ double gib(double b) { return b / double(1ULL << 30); }
 // train_configs/llama3_8b.toml sets norm_type = "rmsnorm" (the reference RMSNorm, every op its
 // own kernel; torchtitan @ 0011fb9 and the first release's file), and the model copies K / V to
 // every query head (repeat_kv); with torch.compile the block's elementwise ops are fused.
+// torchtitan's records are its Llama models (SwiGLU: the model carries gated_ffn); MPT's are not.
+bool torchtitan(const json& r) { return r.at("model").contains("gated_ffn"); }
+
 zoo::TransformerConfig config_of(const json& r) {
   const json& m = r.at("model");
   zoo::TransformerConfig c;
@@ -79,7 +82,7 @@ zoo::TransformerConfig config_of(const json& r) {
   c.kv_heads = m.at("kv_heads").get<std::uint64_t>();
   c.ffn = m.at("ffn_hidden").get<std::uint64_t>();
   c.vocab = m.at("vocab").get<std::uint64_t>();
-  const bool llama = m.contains("gated_ffn");
+  const bool llama = torchtitan(r);
   c.gated_ffn = llama;
   c.rmsnorm = llama;
   c.biases = false;
@@ -161,7 +164,7 @@ Run simulate(const json& r, bool checkpointing, bool selective_op = false, bool 
   // FSDP's own passes around each unit's collectives (StepConfig::fsdp, strategy_graphs.cpp):
   // composer's FSDP (torch.distributed.fsdp, PyTorch 2.1 for the DEFAULT rows) and torchtitan's
   // FSDP2 (fully_shard).
-  c.fsdp = r.at("model").contains("gated_ffn") ? step::FsdpImpl::fsdp2 : step::FsdpImpl::fsdp1;
+  c.fsdp = torchtitan(r) ? step::FsdpImpl::fsdp2 : step::FsdpImpl::fsdp1;
   auto s = step::simulate_step(w, dev, c, comm);
   if (selective_op) {
     // On the compute stream before each layer's backward, every micro-batch: added to the step.
@@ -212,11 +215,11 @@ std::vector<Prediction> predict_all() {
       } else {
         run = simulate(r, rc == "full");
       }
-      if (!r.at("model").contains("gated_ffn")) note += std::string(note.empty() ? "" : "; ") + "attention: Triton kernel";
-      if (!r.value("torch_compile", false) && r.at("model").contains("gated_ffn")) {
-        note += std::string(note.empty() ? "" : "; ") + "eager: reference RMSNorm, repeat_kv";
-      }
-      if (r.value("torch_compile", false)) note += std::string(note.empty() ? "" : "; ") + "torch.compile: fused norms, no repeat_kv copies";
+      auto add = [&note](const char* s) { note += std::string(note.empty() ? "" : "; ") + s; };
+      const zoo::TransformerConfig cfg = config_of(r);
+      if (cfg.triton_attention) add("attention: Triton kernel");
+      if (cfg.eager_kernels) add("eager: reference RMSNorm, repeat_kv");
+      if (r.value("torch_compile", false)) add("torch.compile: fused norms, no repeat_kv copies");
       Prediction x;
       x.id = r.at("id").get<std::string>();
       x.measured_tps = r.at("measured").at("tokens_per_s_per_gpu").get<double>();

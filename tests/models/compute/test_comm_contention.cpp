@@ -20,6 +20,7 @@
 #include "sim/time.hpp"
 #include "tests/models/step/star8.hpp"
 #include "tests/models/step/toy_device.hpp"
+#include "tests/models/step/units_workload.hpp"
 
 using namespace shardsim;
 using step::NodeId;
@@ -242,12 +243,7 @@ TEST_CASE("sampled steps with contention: the one pass is every step's executor 
   // collective takes 1 (f = 4/3). A unit's backward (2 ms) overlaps the all-reduce of the
   // previous unit's 1 MB of fp32 gradients on the 8-rank star (2 x 7/8 x 1 MB / 1 GB/s = 1.75
   // ms plus latency), so contention slows most of the backward.
-  step::Workload w;
-  w.name = "four-units";
-  w.units = 4;
-  for (std::uint32_t u = 0; u < 4; ++u) w.ops.push_back({step::OpPhase::forward, u, 1e9, 0, 100, {}, {}});
-  for (std::uint32_t u = 4; u-- > 0;) w.ops.push_back({step::OpPhase::backward, u, 2e9, 0, 0, {}, {}});
-  for (std::uint32_t u = 0; u < 4; ++u) w.params.push_back({"w", 250'000, u, 0, 0});
+  const step::Workload w = test::units_workload("four-units", 1e9, 250'000, {100, 100, 100, 100});
   compute::Device dev = test::toy_device();
   dev.hbm_Bps = 28e9;  // Adam's update of 1M parameters x 28 B: 1 ms
   dev.compute_units = 4;

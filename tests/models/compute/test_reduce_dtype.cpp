@@ -11,21 +11,14 @@
 #include "models/step/topology_comm.hpp"
 #include "tests/models/step/star8.hpp"
 #include "tests/models/step/toy_device.hpp"
+#include "tests/models/step/units_workload.hpp"
 
 using namespace shardsim;
 
 namespace {
 
 // Four units of 250,000 parameters (1M in all, divisible by 8: no padding).
-step::Workload four_units() {
-  step::Workload w;
-  w.name = "four-units";
-  w.units = 4;
-  for (std::uint32_t u = 0; u < 4; ++u) w.ops.push_back({step::OpPhase::forward, u, 1e9, 0, 100, {}, {}});
-  for (std::uint32_t u = 4; u-- > 0;) w.ops.push_back({step::OpPhase::backward, u, 2e9, 0, 0, {}, {}});
-  for (std::uint32_t u = 0; u < 4; ++u) w.params.push_back({"w", 250'000, u, 0, 0});
-  return w;
-}
+step::Workload four_units() { return test::units_workload("four-units", 1e9, 250'000, {100, 100, 100, 100}); }
 
 step::StepResult run(step::Strategy s, std::uint32_t reduce_bytes) {
   const auto w = four_units();
