@@ -103,6 +103,14 @@ const std::vector<StepOptionSpec>& step_option_table() {
       {"sequence-parallel", "", &S::sequence_parallel, "--mesh: Megatron sequence parallelism", ""},
       {"tp-comm-overlap", "", &S::tp_comm_overlap,
        "--mesh: overlap tensor-parallel communication with the GEMMs (Megatron-LM --tp-comm-overlap, TransformerEngine userbuffers)", ""},
+      {"p2p-blocking", "", &S::p2p_blocking,
+       "--mesh: a stage's next compute waits for its pipeline sends too (Megatron-LM's default p2p: req.wait() on "
+       "every isend / irecv, then torch.cuda.synchronize()); default: only receives are waited for",
+       ""},
+      {"p2p-scatter-gather", "", &S::p2p_scatter_gather,
+       "--mesh: Megatron-LM's scatter/gather pipeline transfers (each tp rank sends 1/tp, the receiver all-gathers "
+       "over tp); no effect with --sequence-parallel",
+       ""},
       {"uneven-stages", "", &S::uneven_stages, "--mesh: allow a pp that does not divide the layers (Llama 3 rule)", ""},
       {"no-flash-attention", "", &S::no_flash_attention, "Unfused attention: the s^2 scores stored and timed (default: flash for decoder models)",
        ""},

@@ -67,6 +67,8 @@ struct StepOptions {
   std::optional<std::string> recompute;     ///< none | selective | full; default none
   std::optional<bool> sequence_parallel;    ///< flags of a mesh step: unset = off (not echoed)
   std::optional<bool> tp_comm_overlap;
+  std::optional<bool> p2p_blocking;
+  std::optional<bool> p2p_scatter_gather;
   std::optional<bool> uneven_stages;
   std::optional<bool> no_flash_attention;
   std::optional<bool> eager_kernels;

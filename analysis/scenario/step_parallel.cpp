@@ -23,6 +23,8 @@ void reject_mesh_only(const StepOptions& o) {
   if (o.sequence_parallel) no("--sequence-parallel");
   if (o.uneven_stages) no("--uneven-stages");
   if (o.tp_comm_overlap) no("--tp-comm-overlap");
+  if (o.p2p_blocking) no("--p2p-blocking");
+  if (o.p2p_scatter_gather) no("--p2p-scatter-gather");
 }
 
 StepReport run_parallel_step(const StepOptions& o, const topo::Topology& topo, const compute::Device& dev,
@@ -56,6 +58,8 @@ StepReport run_parallel_step(const StepOptions& o, const topo::Topology& topo, c
   c.sequence_parallel = o.sequence_parallel.value_or(false);
   c.uneven_stages = o.uneven_stages.value_or(false);
   c.tp_comm_overlap = o.tp_comm_overlap.value_or(false);
+  c.p2p_blocking = o.p2p_blocking.value_or(false);
+  c.p2p_scatter_gather = o.p2p_scatter_gather.value_or(false);
   if (o.no_flash_attention.value_or(false)) c.flash_attention = false;
   if (o.fsdp) {
     throw ConfigError("--fsdp", "with --mesh", "no --fsdp (a mesh step's data axis runs Megatron's strategies)");
@@ -105,6 +109,8 @@ StepReport run_parallel_step(const StepOptions& o, const topo::Topology& topo, c
   p.sequence_parallel = c.sequence_parallel;
   p.uneven_stages = c.uneven_stages;
   p.tp_comm_overlap = c.tp_comm_overlap;
+  p.p2p_blocking = c.p2p_blocking;
+  p.p2p_scatter_gather = c.p2p_scatter_gather;
   p.slowest = res.slowest;
   p.per_rank = res.per_rank;
   p.memory = res.memory;
@@ -167,6 +173,8 @@ json parallel_json(const ParallelReport& p) {
               {"sequence_parallel", p.sequence_parallel},
               {"uneven_stages", p.uneven_stages},
               {"tp_comm_overlap", p.tp_comm_overlap},
+              {"p2p_blocking", p.p2p_blocking},
+              {"p2p_scatter_gather", p.p2p_scatter_gather},
               {"flash_attention", p.memory.flash_attention},
               {"micro_batch", p.micro_batch},
               {"micro_batches", p.micro_batches},

@@ -34,6 +34,7 @@ struct ParallelReport {
   std::string order, schedule, recompute, fold;
   std::uint64_t micro_batch = 1, micro_batches = 1, global_batch = 0;
   bool sequence_parallel = false, uneven_stages = false, tp_comm_overlap = false;
+  bool p2p_blocking = false, p2p_scatter_gather = false;
   step::ParallelRankTimes slowest;
   std::vector<step::ParallelRankTimes> per_rank;
   parallel::ParallelMemoryReport memory;

@@ -50,6 +50,11 @@ double Device::comm_slowdown() const {
   return static_cast<double>(compute_units) / static_cast<double>(compute_units - comm_units);
 }
 
+double Device::comm_slowdown_gemm() const {
+  if (!persistent_gemm || comm_units == 0 || comm_units >= compute_units) return comm_slowdown();
+  return std::ceil(comm_slowdown());
+}
+
 namespace {
 
 constexpr double T = 1e12;
@@ -230,9 +235,19 @@ std::vector<Device> make_presets() {
   // SHARP) collectives use 16 (NCCL_NVLS_NCHANNELS default); the 2023-24 FSDP runs of the
   // published corpus used ring all-gather / reduce-scatter.
   const char* const h100_comm =
-      "32 NCCL channels on HGX H100 NVSwitch (NCCL MAXCHANNELS; DGX H100 INIT log, NVIDIA/nccl#1259)";
+      "32 NCCL channels on HGX H100 NVSwitch (NCCL MAXCHANNELS; DGX H100 INIT log, NVIDIA/nccl#1259); cuBLAS GEMMs "
+      "persistent, one CTA per SM (pytorch/pytorch#143988, PR #144974)";
   v.back().comm_units = 32;
   v.back().comm_units_source = h100_comm;
+  // cuBLAS's Hopper GEMMs are persistent kernels of one CTA per SM (Device::persistent_gemm;
+  // pytorch/pytorch#143988: an H100's matmuls "launch 132 CTAs" and "take 2x as long" beside a
+  // NCCL kernel; NVIDIA developer forum, "Compute-Communication Overlap Causes Severe GEMM
+  // Performance Degradation because of Tail Effect": a 132-block GEMM beside a 24-block
+  // ncclAllGather "nearly doubles"). Ampere's cuBLAS kernels are launched one CTA per tile
+  // (no such second wave: A100 presets keep persistent_gemm false); Blackwell's persistent
+  // kernels take their tiles through cluster launch control, so they fill whatever SMs are
+  // free (NVIDIA CUTLASS docs, "Blackwell cluster launch control"): B200 / GB200 keep false.
+  v.back().persistent_gemm = true;
   // The H100 SXM part Meta's Grand Teton hosts carry, as torchtitan's H100 benchmarks ran it
   // (pytorch/torchtitan docs/performance.md @ eaea6f6: "96GB HBM2e with 2.4 TB/sec peak memory
   // bandwidth", "the default 500W power limit"; its footnote 2: "the actual peak TFLOPs number is
@@ -271,12 +286,14 @@ std::vector<Device> make_presets() {
   per_op(v.back(), 114, kCudaTiles, kHopperSustained, 0.35 * kHopperClock, 0.35 * kHopperClock,
          "114 SMs: H100 architecture whitepaper; gemm_eff and attention: the SXM part's sustained fractions "
          "(assumption: no PCIe measurement; its 350 W limit may hold a lower clock)");
+  v.back().persistent_gemm = true;  // Hopper's cuBLAS (above)
   // NVIDIA H200 Tensor Core GPU datasheet, SXM: same compute as H100; 141 GB HBM3e, 4.8 TB/s.
   v.push_back(gpu("h200", "NVIDIA H200 SXM 141GB", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 1979 * T,
                   141ULL * 1000000000ULL, 4800 * GB, "NVIDIA H200 datasheet (SXM)"));
   per_op(v.back(), 132, kCudaTiles, kHopperSustained, 0.35 * kHopperClock, 0.35 * kHopperClock, hopper_src);
   v.back().comm_units = 32;  // the H100 board's NCCL channels (above)
   v.back().comm_units_source = h100_comm;
+  v.back().persistent_gemm = true;  // Hopper's cuBLAS (above)
   // NVIDIA HGX B200 datasheet (8 GPUs): FP32 600 TF; TF32 18, BF16 36, FP8 72 PF and INT8
   // 72 POPS with sparsity; 1.4 TB HBM3e, 64 TB/s. Per GPU, dense: /8, then /2.
   v.push_back(gpu("b200", "NVIDIA B200 (HGX B200)", 75 * T, 1125 * T, 2250 * T, 4500 * T, 4500 * T,

@@ -55,11 +55,21 @@ struct Device {
   /// compute units (TPU ICI DMA engines; devices without a cited channel count).
   std::uint32_t comm_units = 0;
   std::string comm_units_source;      ///< where comm_units comes from
+  /// The GEMM library launches persistent kernels, one CTA per compute unit (cuBLAS on Hopper:
+  /// pytorch/pytorch#143988, "matmuls take 2x as long ... when they are overlapped with a NCCL
+  /// kernel", their 132 CTAs on an H100; PyTorch's sm_carveout, PR #144974, "wave quantization
+  /// can double the latency of the matmul kernels"; TransformerEngine's NVTE_EXT_MARGIN_SM "when
+  /// DP is overlapped with GEMMs"). While a collective holds comm_units SMs, such a GEMM's
+  /// CTAs run in ceil(units / (units - comm_units)) waves instead of one (comm_slowdown_gemm).
+  bool persistent_gemm = false;
 
   /// Slowdown of a kernel that runs while a collective does: units / (units - comm_units),
   /// the tile waves of a GEMM spread over fewer SMs (gemm.hpp's wave model); 1 when
   /// comm_units is 0 or not below compute_units.
   [[nodiscard]] double comm_slowdown() const;
+  /// Slowdown of a GEMM kernel that runs while a collective does: the waves of a persistent
+  /// kernel, ceil(units / (units - comm_units)), with persistent_gemm; comm_slowdown() without.
+  [[nodiscard]] double comm_slowdown_gemm() const;
 
   /// Peak for `m`; falls back to bf16 then fp32 when the chip has no such unit. Throws
   /// std::out_of_range if neither exists (never for presets).

@@ -2,7 +2,7 @@
 
 namespace shardsim::compute {
 
-double op_time_s(const Device& dev, const OpShape& op, MathType m, bool backward) {
+double op_gemm_time_s(const Device& dev, const OpShape& op, MathType m, bool backward) {
   double t = 0;
   for (const auto& g : op.gemms) {
     if (!backward) {
@@ -12,6 +12,11 @@ double op_time_s(const Device& dev, const OpShape& op, MathType m, bool backward
       t += gemm_time_s(dev, {g.k, g.n, g.m, g.batch}, m);  // dW = X^T dY
     }
   }
+  return t;
+}
+
+double op_time_s(const Device& dev, const OpShape& op, MathType m, bool backward) {
+  double t = op_gemm_time_s(dev, op, m, backward);
   if (op.attention) t += attention_time_s(dev, *op.attention, m, backward);
   const double bytes = backward ? op.ew_bytes_bwd : op.ew_bytes_fwd;
   const double kernels = backward ? op.ew_kernels_bwd : op.ew_kernels_fwd;

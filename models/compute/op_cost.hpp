@@ -34,5 +34,8 @@ struct OpShape {
 
 /// Time of `op` forward (backward = false) or backward on `d` in math type `m`.
 double op_time_s(const Device& d, const OpShape& op, MathType m, bool backward);
+/// The part of op_time_s spent in the op's GEMMs (backward: the input- and weight-gradient
+/// GEMMs of each), launch overhead included.
+double op_gemm_time_s(const Device& d, const OpShape& op, MathType m, bool backward);
 
 }  // namespace shardsim::compute

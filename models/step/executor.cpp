@@ -21,18 +21,31 @@ bool CommContention::active() const {
 CommContention CommContention::of_rank(int rank) const {
   CommContention c;
   const auto k = static_cast<std::size_t>(rank);
-  c.units = rank >= 0 && k < per_rank.size() ? per_rank[k][0] : units;
-  c.comm_units = rank >= 0 && k < per_rank.size() ? per_rank[k][1] : comm_units;
+  const bool own = rank >= 0 && k < per_rank.size();
+  c.units = own ? per_rank[k][0] : units;
+  c.comm_units = own ? per_rank[k][1] : comm_units;
+  c.persistent = own ? per_rank[k][2] != 0 : persistent;
   if (!c.active()) c = CommContention{1, 0, {}};
   return c;
 }
 
-ComputeProgress ComputeProgress::start(Time at, Time duration, const CommContention& c, bool contended) {
+std::int64_t CommContention::rate(bool contended, double gemm_share) const {
+  const auto u = static_cast<std::int64_t>(units);
+  if (!contended) return kScale * u;
+  const std::int64_t plain = kScale * (u - static_cast<std::int64_t>(comm_units));
+  if (!persistent || !(gemm_share > 0)) return plain;
+  const double spread = static_cast<double>(units) / static_cast<double>(units - comm_units);
+  const double slow = gemm_share * std::ceil(spread) + (1 - std::min(gemm_share, 1.0)) * spread;
+  return std::max<std::int64_t>(1, std::llround(static_cast<double>(kScale * u) / slow));
+}
+
+ComputeProgress ComputeProgress::start(Time at, Time duration, const CommContention& c, bool contended,
+                                       double gemm_share) {
   ComputeProgress p;
   p.since = at;
-  p.rate = c.rate(contended);
+  p.rate = c.rate(contended, gemm_share);
   if (__builtin_mul_overflow(duration.ps(), c.rate(false), &p.work)) {
-    throw TimeRangeError(duration.to_seconds() * static_cast<double>(c.units));
+    throw TimeRangeError(duration.to_seconds() * static_cast<double>(c.rate(false)));
   }
   return p;
 }
@@ -48,7 +61,8 @@ void ComputeProgress::change(Time now, std::int64_t new_rate) {
 
 Time ComputeProgress::end() const { return since + Time::from_ps((work + rate - 1) / rate); }
 
-Time contended_end(Time start, Time duration, std::span<const BusyInterval> busy, const CommContention& c) {
+Time contended_end(Time start, Time duration, std::span<const BusyInterval> busy, const CommContention& c,
+                   double gemm_share) {
   if (!c.active() || busy.empty() || busy.back().end <= start) return start + duration;
   // The first interval that ends after `start`; intervals are sorted by end as well.
   std::size_t i = static_cast<std::size_t>(
@@ -56,13 +70,13 @@ Time contended_end(Time start, Time duration, std::span<const BusyInterval> busy
       busy.begin());
   if (i == busy.size()) return start + duration;
   bool contended = busy[i].begin <= start;
-  ComputeProgress p = ComputeProgress::start(start, duration, c, contended);
+  ComputeProgress p = ComputeProgress::start(start, duration, c, contended, gemm_share);
   while (true) {
     const Time e = p.end();
     if (!contended && i == busy.size()) return e;
     const Time next = contended ? busy[i].end : busy[i].begin;
     if (e <= next) return e;
-    p.change(next, c.rate(!contended));
+    p.change(next, c.rate(!contended, gemm_share));
     if (contended) ++i;
     contended = !contended;
   }
@@ -280,7 +294,7 @@ void Executor::launch(NodeId n) {
       const auto k = static_cast<std::size_t>(g_.rank_index(node.rank));
       Running x;
       x.n = n;
-      x.p = ComputeProgress::start(now, dur_[n], rank_contention_[k], comm_in_flight_[k] > 0);
+      x.p = ComputeProgress::start(now, dur_[n], rank_contention_[k], comm_in_flight_[k] > 0, node.gemm_share);
       x.ev = sim_->schedule_at(x.p.end(), [this, n] { finish(n); });
       running_[k].push_back(x);
       return;
@@ -334,7 +348,7 @@ void Executor::comm_changed(std::size_t ri, bool contended) {
   const Time now = sim_->now();
   for (auto& x : running_[ri]) {
     const Time before = x.p.end();
-    x.p.change(now, rank_contention_[ri].rate(contended));
+    x.p.change(now, rank_contention_[ri].rate(contended, g_.node(x.n).gemm_share));
     const Time after = x.p.end();
     if (after == before) continue;
     sim_->cancel(x.ev);

@@ -73,18 +73,28 @@ class CollectiveRunner {
 struct CommContention {
   std::uint32_t units = 0;       ///< compute units (SMs) of the device
   std::uint32_t comm_units = 0;  ///< units a collective in flight occupies (NCCL channels)
-  /// Heterogeneous ranks (issue 16): {units, comm_units} of each topology rank's own device,
-  /// indexed by rank; ranks past the end (all, when empty) take the two fields above.
-  std::vector<std::array<std::uint32_t, 2>> per_rank;
+  /// Heterogeneous ranks (issue 16): {units, comm_units, persistent (0/1)} of each topology
+  /// rank's own device, indexed by rank; ranks past the end (all, when empty) take the fields
+  /// of this struct.
+  std::vector<std::array<std::uint32_t, 3>> per_rank;
+  /// The device's GEMMs are persistent kernels (compute::Device::persistent_gemm): their share
+  /// of a compute node runs in ceil(units / (units - comm_units)) waves while contended.
+  bool persistent = false;
+  /// Work is counted in 1/kScale unit-picoseconds, so that a node's contended rate, which its
+  /// GEMM share sets, is an integer (exact for share 0, rounded once otherwise).
+  static constexpr std::int64_t kScale = 16;
   /// True when there is a slowdown to model on some rank: 0 < comm_units < units.
   [[nodiscard]] bool active() const;
   /// The uniform contention of topology rank `rank` (per_rank empty). A rank without a
   /// slowdown gets {1, 0}: rate 1 contended or not (its compute nodes are plain timers).
   [[nodiscard]] CommContention of_rank(int rank) const;
-  /// Work done per picosecond, in unit-picoseconds: units - comm_units while contended.
-  [[nodiscard]] std::int64_t rate(bool contended) const {
-    return static_cast<std::int64_t>(contended ? units - comm_units : units);
-  }
+  /// Work done per picosecond, in units of 1/kScale unit-picoseconds: kScale x units, and while
+  /// contended kScale x units / slowdown with slowdown = share x waves + (1 - share) x units /
+  /// (units - comm_units), waves = ceil(units / (units - comm_units)) for persistent GEMMs
+  /// (units / (units - comm_units) otherwise). `gemm_share`: the fraction of the node's time in
+  /// GEMM kernels (TaskNode::gemm_share). Share 0 or no persistent GEMMs: kScale x (units -
+  /// comm_units), exactly.
+  [[nodiscard]] std::int64_t rate(bool contended, double gemm_share = 0) const;
 };
 
 /// Progress of one compute node under contention (the rule of the header comment).
@@ -94,7 +104,7 @@ struct ComputeProgress {
   std::int64_t rate = 1;  ///< unit-picoseconds per picosecond from `since`
   /// A node of `duration` starting at `at`. Throws TimeRangeError when duration x units
   /// overflows int64 (a compute node of more than about 800 days on 132 units).
-  static ComputeProgress start(Time at, Time duration, const CommContention& c, bool contended);
+  static ComputeProgress start(Time at, Time duration, const CommContention& c, bool contended, double gemm_share = 0);
   /// Banks the work done from `since` to `now` (never below 0) and continues at `new_rate`.
   void change(Time now, std::int64_t new_rate);
   /// The first picosecond by which the work is done at the current rate: since + ceil(work / rate).
@@ -110,7 +120,8 @@ struct BusyInterval {
 /// flight over `busy` (sorted, disjoint, not touching, each non-empty): ComputeProgress over
 /// the rank's changes after `start`. With c inactive or no busy time after `start`:
 /// start + duration. O(log |busy| + intervals the node overlaps).
-Time contended_end(Time start, Time duration, std::span<const BusyInterval> busy, const CommContention& c);
+Time contended_end(Time start, Time duration, std::span<const BusyInterval> busy, const CommContention& c,
+                   double gemm_share = 0);
 
 /// Adds [begin, end) to a rank's busy union (sorted, disjoint, not touching), merging what it
 /// meets; an empty interval adds nothing. O(log n) to append, O(n) to insert in the middle.

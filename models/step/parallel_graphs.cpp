@@ -109,8 +109,17 @@ class StageProgram {
     o.size_bytes = s_.p2p_bytes;
     o.name = std::move(name);
     const auto id = push(std::move(o), send ? after_last() : std::vector<std::uint32_t>{});
-    if (!send) pending_.push_back(id);
+    // The next compute waits for a receive; for a send too when p2p is blocking (Megatron's
+    // _communicate: req.wait() on every op, then torch.cuda.synchronize()).
+    if (!send || s_.c->p2p_blocking) pending_.push_back(id);
+    // Scatter/gather (Megatron gather_split_1d_tensor): the received 1/tp is all-gathered over
+    // the tp group, S = the whole activation, before the compute that needs it.
+    if (!send && s_.c->p2p_scatter_gather && !s_.c->sequence_parallel && s_.c->mesh.tp > 1) {
+      blocking(Role::tp, Cat::pp, coll::OpKind::allgather, s_.tp_bytes,
+               names_ ? fmt::format("pp gather {}", pending_name(dir)) : "");
+    }
   }
+  static const char* pending_name(int dir) { return dir > 0 ? "gradients" : "activations"; }
 
   // Tensor-parallel collective around a tensor-parallel region (parallel_graphs.hpp):
   // `entry` true before the region (sequence parallel: all-gather), false after it (all-reduce,

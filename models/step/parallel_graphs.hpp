@@ -46,7 +46,10 @@
 //  - pp (streams 4-7): activations (forward) and their gradients (backward), 2 b s_q h bytes
 //    (/ t with sequence parallelism), sent to the next / previous stage as send/recv pairs, a
 //    transfer timed as a 2-rank broadcast by the CommModel; in the interleaved schedule the
-//    last stage sends chunk c to chunk c + 1 of the first;
+//    last stage sends chunk c to chunk c + 1 of the first. The next compute waits for the
+//    receives it needs; with p2p_blocking for the stage's sends as well (Megatron-LM's default);
+//    with p2p_scatter_gather each tp rank sends 1/t and the receiver all-gathers S = 2 b s_q h
+//    over its tp group (blocking) before that compute (both under ParallelStepConfig);
 //  - dp (stream 3, overlapped): the weight-update strategy on the data-parallel groups of the
 //    stage (dense weights over the cp x ep x dp group, expert weights over cp x dp): gradients
 //    reduced in buckets as the last micro-batch's backward of each model chunk produces them
@@ -107,6 +110,19 @@ struct ParallelStepConfig {
   /// Reduce gradients in buckets during the last micro-batch's backward (true), or all of them
   /// after the last backward (Megatron-LM 2021 --DDP-impl local; see above).
   bool overlap_grad_reduce = true;
+  /// Pipeline point-to-point as Megatron-LM's p2p_communication._communicate runs it by default
+  /// (no --overlap-p2p-communication): batch_isend_irecv, req.wait() on every send and receive,
+  /// then torch.cuda.synchronize(), so a stage's next compute waits for its sends as well as its
+  /// receives. false: the sends run beside the compute and only receives are waited for
+  /// (--overlap-p2p-communication, NeMo's interleaved recipes, PyTorch's pipelining schedules).
+  bool p2p_blocking = false;
+  /// Megatron-LM's scatter/gather optimization of the pipeline transfers (Narayanan et al. 2021
+  /// sec. 4.1; --scatter-gather-tensors-in-pipeline, on by default in Megatron-LM 2021): with
+  /// tp > 1 each tensor-parallel rank sends 1/tp of the activation (split_tensor_into_1d_equal_
+  /// chunks) and the receiving stage all-gathers it over its tp group (gather_split_1d_tensor)
+  /// before the compute that needs it. Megatron skips it with sequence parallelism (the
+  /// activation is already split); so does the model.
+  bool p2p_scatter_gather = false;
   /// Allow a pp (pp x v interleaved) that does not divide the layers: parallel::chunk_layers
   /// (the Llama 3 rule over the virtual stages).
   bool uneven_stages = false;

@@ -71,7 +71,10 @@ detail::Shape make_shape(const ParallelStepConfig& c, const compute::Device& dev
   const double tokens = c.sequence_parallel ? sq * b / d(z.tp) : sq * b;
   s.ep_bytes = static_cast<std::uint64_t>(tokens * d(m.top_k) * h * act * c.moe_imbalance);
   s.cp_bytes = static_cast<std::uint64_t>(d(z.cp) * 2 * sq * b * d(m.kv_heads * m.dhead()) / d(z.tp) * act);
-  s.p2p_bytes = static_cast<std::uint64_t>(c.sequence_parallel ? sq * b * h * act / d(z.tp) : sq * b * h * act);
+  // Per rank: the [s, b, h] activation, split over tp with sequence parallelism or with
+  // Megatron's scatter/gather optimization (ParallelStepConfig::p2p_scatter_gather).
+  const bool split = c.sequence_parallel || c.p2p_scatter_gather;
+  s.p2p_bytes = static_cast<std::uint64_t>(split ? sq * b * h * act / d(z.tp) : sq * b * h * act);
   s.layer = parallel::layer_shard_elements(m, z.tp, z.ep);
   s.wb = opt::weight_bytes(c.precision);
   s.gb = opt::grad_bytes(c.precision);

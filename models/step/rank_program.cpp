@@ -58,6 +58,10 @@ std::uint32_t RankProgram::compute(NodePhase phase, double duration_s, const std
   return push(std::move(o), deps);
 }
 
+void RankProgram::set_gemm_share(std::uint32_t i, double share) {
+  ops_.at(i).gemm_share = share > 0 ? static_cast<float>(std::min(share, 1.0)) : 0.0F;
+}
+
 std::uint32_t RankProgram::collective(std::uint32_t role, std::uint32_t stream, coll::OpKind op,
                                       std::uint64_t size_bytes, const std::vector<std::uint32_t>& deps,
                                       std::string name) {
@@ -190,6 +194,7 @@ ProgramInstance instantiate_program(const RankProgram& p, const StepConfig& c, C
         deps.clear();
         for (const std::uint32_t d : p.deps(i)) deps.push_back(node_of[d * S + k]);
         node_of[i * S + k] = g.add_compute(sim_ranks[k], o.stream, o.phase, o.duration_s, deps, o.name);
+        if (o.gemm_share > 0) g.set_gemm_share(node_of[i * S + k], o.gemm_share);
       }
       continue;
     }
@@ -227,10 +232,10 @@ void run_instance(const ProgramInstance& inst, const StepConfig& c, CommModel& c
 
 CommContention step_contention(const compute::Device& dev, const StepConfig& c) {
   if (c.measured_compute || c.strategy == Strategy::trace) return {};
-  CommContention out{dev.compute_units, dev.comm_units, {}};
+  CommContention out{dev.compute_units, dev.comm_units, {}, dev.persistent_gemm};
   for (const auto* d : c.rank_devices) {  // heterogeneous ranks: each its own device's units
     const auto& x = d != nullptr ? *d : dev;
-    out.per_rank.push_back({x.compute_units, x.comm_units});
+    out.per_rank.push_back({x.compute_units, x.comm_units, x.persistent_gemm ? 1U : 0U});
   }
   return out;
 }

@@ -50,6 +50,7 @@ struct ProgramOp {
   NodePhase phase = NodePhase::forward;
   std::uint32_t stream = 0;
   double duration_s = 0;  ///< compute
+  float gemm_share = 0;   ///< compute: TaskNode::gemm_share
   coll::OpKind op = coll::OpKind::allreduce;
   std::uint64_t size_bytes = 0;
   std::uint32_t role = 0;
@@ -66,6 +67,8 @@ class RankProgram {
   /// Collective on the rank's group of `role`, on stream `stream` (>= 1).
   std::uint32_t collective(std::uint32_t role, std::uint32_t stream, coll::OpKind op, std::uint64_t size_bytes,
                            const std::vector<std::uint32_t>& deps, std::string name = {});
+  /// Sets compute op `i`'s share of time in GEMM kernels (TaskNode::gemm_share; clamped to [0, 1]).
+  void set_gemm_share(std::uint32_t i, double share);
   [[nodiscard]] const std::vector<ProgramOp>& ops() const { return ops_; }
   [[nodiscard]] const std::vector<GroupRole>& roles() const { return roles_; }
   [[nodiscard]] std::uint64_t ranks() const { return ranks_; }

@@ -102,16 +102,24 @@ class StrategyBuilder {
     first_bwd_.assign(units_, n);
     fwd_time_unit_.assign(units_, 0.0);
     op_time_.resize(n);
+    op_share_.assign(n, 0.0);
+    fwd_gemm_unit_.assign(units_, 0.0);
     for (std::size_t i = 0; i < n; ++i) {
       const auto& o = w_.ops[i];
       op_time_[i] = (c_.measured_compute && o.measured_s) ? *o.measured_s
                     : o.shape ? compute::op_time_s(dev_, *o.shape, math_, o.phase == OpPhase::backward)
                               : dev_.op_time_s(o.flops, o.bytes, math_);
+      // The GEMM share of the op's time (persistent GEMMs under communication, executor.hpp).
+      const double gemm = (c_.measured_compute && o.measured_s) || !o.shape
+                              ? 0.0
+                              : compute::op_gemm_time_s(dev_, *o.shape, math_, o.phase == OpPhase::backward);
+      if (op_time_[i] > 0) op_share_[i] = gemm / op_time_[i];
       if (o.phase == OpPhase::backward) {
         last_bwd_[o.unit] = i;
         if (first_bwd_[o.unit] == n) first_bwd_[o.unit] = i;
       } else {
         fwd_time_unit_[o.unit] += op_time_[i];
+        fwd_gemm_unit_[o.unit] += gemm;
       }
     }
     unit_elems_.assign(units_, 0);
@@ -133,6 +141,7 @@ class StrategyBuilder {
     last_compute_ = p_.compute(o.phase == OpPhase::forward ? NodePhase::forward : NodePhase::backward, op_time_[i], deps,
                                c_.record_timeline ? fmt::format("{} unit {}", o.phase == OpPhase::forward ? "forward" : "backward", o.unit)
                                                   : std::string());
+    p_.set_gemm_share(*last_compute_, op_share_[i]);
   }
 
   // Recomputation of a unit's forward before its first backward op (checkpointing).
@@ -141,6 +150,7 @@ class StrategyBuilder {
     if (!c_.checkpointing || o.phase != OpPhase::backward || first_bwd_[o.unit] != i) return;
     last_compute_ = p_.compute(NodePhase::backward, fwd_time_unit_[o.unit], deps,
                                c_.record_timeline ? fmt::format("recompute unit {}", o.unit) : std::string());
+    if (fwd_time_unit_[o.unit] > 0) p_.set_gemm_share(*last_compute_, fwd_gemm_unit_[o.unit] / fwd_time_unit_[o.unit]);
   }
 
   // The optimizer pass after every collective issued so far (and the sharded optimizer's extra
@@ -385,6 +395,7 @@ class StrategyBuilder {
   std::uint32_t units_ = 0;
   std::vector<std::size_t> last_bwd_, first_bwd_;
   std::vector<double> fwd_time_unit_, op_time_;
+  std::vector<double> fwd_gemm_unit_, op_share_;  ///< GEMM seconds per unit's forward; GEMM share per op
   std::vector<std::uint64_t> unit_elems_;
   OpRef last_compute_, last_comm_;
 };

@@ -33,6 +33,10 @@ void TaskGraph::reserve(std::size_t nodes, std::size_t deps) {
   deps_.reserve(deps);
 }
 
+void TaskGraph::set_gemm_share(NodeId n, double share) {
+  nodes_.at(n).gemm_share = share > 0 ? static_cast<float>(std::min(share, 1.0)) : 0.0F;
+}
+
 NodeId TaskGraph::push(TaskNode n, std::span<const NodeId> deps, std::string name) {
   n.deps_begin = static_cast<std::uint32_t>(deps_.size());
   deps_.insert(deps_.end(), deps.begin(), deps.end());

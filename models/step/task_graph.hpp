@@ -51,6 +51,9 @@ struct TaskNode {
   std::uint64_t size_bytes = 0; ///< collective: S; send/recv: bytes
   std::uint64_t tag = 0;        ///< send/recv
   double duration_s = 0;        ///< compute, send, analytical collective (recv: unused)
+  /// compute: fraction of duration_s spent in GEMM kernels (0..1), which a persistent GEMM
+  /// library slows more under communication (CommContention::rate); 0 unless set.
+  float gemm_share = 0;
   std::uint32_t name = 0;       ///< index into names() (0 = "")
   std::uint32_t deps_begin = 0, deps_end = 0;
 };
@@ -72,6 +75,8 @@ class TaskGraph {
   NodeId add_recv(int rank, std::uint32_t stream, int peer, std::uint64_t bytes, std::uint64_t tag,
                   std::span<const NodeId> deps, std::string name = {});
   void reserve(std::size_t nodes, std::size_t deps);
+  /// Sets a compute node's TaskNode::gemm_share (clamped to [0, 1]; NaN: 0).
+  void set_gemm_share(NodeId n, double share);
 
   /// Throws ConfigError naming the op (its name, else "node N") for: a group naming a rank
   /// outside 0..topology_devices-1 (or twice), a graph rank outside it, a stream out of range,

@@ -330,6 +330,7 @@ std::unique_ptr<StaticTimer> StaticTimer::make(const TaskGraph& g, const CommCon
   st->q_begin_.assign(nn + 1, 0);
   st->dur_.resize(nn);
   st->base_.resize(nn);
+  st->share_.resize(nn);
   st->rank_.assign(nn, -1);
   st->coll_.assign(nn, 0);
   st->deps_begin_.assign(nn + 1, 0);
@@ -358,6 +359,7 @@ std::unique_ptr<StaticTimer> StaticTimer::make(const TaskGraph& g, const CommCon
     }
     st->q_begin_[i + 1] = static_cast<std::uint32_t>(st->q_.size());
     st->base_[i] = n.duration_s;
+    st->share_[i] = n.gemm_share;
     st->dur_[i] = Time::from_seconds(n.duration_s);
   }
   st->queues_ = last.size();
@@ -398,7 +400,7 @@ std::optional<Time> StaticTimer::makespan(const std::vector<double>& scale) {
         d = Time::from_seconds(f == 1.0 ? base_[i] : base_[i] * f);
       }
       if (contended) {
-        e = contended_end(s, d, busy_[ri], rank_contention_[ri]);
+        e = contended_end(s, d, busy_[ri], rank_contention_[ri], share_[i]);
         auto& runs = runs_[ri];
         runs.push_back({s, e, runs.empty() ? e : std::max(e, runs.back().max_end)});
       } else {

@@ -161,6 +161,7 @@ class StaticTimer {
   std::vector<NodeId> deps_;
   std::vector<Time> dur_, end_, last_;
   std::vector<double> base_;
+  std::vector<float> share_;  ///< TaskNode::gemm_share per node
   std::vector<int> rank_;
   std::vector<char> coll_;
   std::vector<std::vector<BusyInterval>> busy_;  ///< per rank index: its collectives so far

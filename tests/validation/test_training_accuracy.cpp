@@ -20,15 +20,16 @@
 // tokens per second per GPU (the same definition on both sides). Gradients are reduce-scattered in
 // fp32 where the record says so (MPT "MP Mode" DEFAULT, torchtitan's FSDP2 fp32 reduce;
 // StepConfig::reduce_bytes), in bf16 for PURE. Compute overlapped by an FSDP
-// collective runs on the SMs NCCL's channels leave (Device::comm_units, models/step/executor.hpp).
+// collective runs on the SMs NCCL's channels leave (Device::comm_units, models/step/executor.hpp);
+// on Hopper the GEMMs among it are persistent kernels of one CTA per SM, which then run in two
+// waves (Device::persistent_gemm; pytorch/pytorch#143988).
 // GEMMs and attention run at the presets' sustained (power-limited) rates (device.cpp).
 // torchtitan's eager rows run the reference RMSNorm op by op and repeat_kv's copies
 // (zoo::TransformerConfig::eager_kernels); its torch.compile rows the fused count. MPT's rows
 // run attention as llm-foundry's attn_impl: triton kernel (config_of).
 // FSDP's passes around each unit's collectives: fsdp1 for MPT (composer), fsdp2 for torchtitan.
-// Asserted: median |relative MFU error| <= 11.5 % and largest <= 25.0 % (what is reached, 11.2 %
-// and 24.7 %; issue 15's target of 10 % is not met), and every configuration that ran is predicted
-// to fit. SHARDSIM_ACCURACY_BREAKDOWN=1 prints each simulated step's parts to stderr.
+// Asserted: median |relative MFU error| <= 10 % (issue 15's target; 9.5 % is reached) and largest
+// <= 23 % (22.7 % reached), and every configuration that ran is predicted to fit. SHARDSIM_ACCURACY_BREAKDOWN=1 prints each simulated step's parts to stderr.
 // Label accuracy; prints the table that docs/validation.md carries.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -253,8 +254,10 @@ std::vector<Prediction> predict_all() {
 // the SM contention of FSDP collectives, 22.9 % with the sustained GEMM / attention rates as well,
 // 20.6 % on 2026-12-02 with torchtitan's H100s as the 500 W part they were, 21.0 % with the fp32
 // gradient reduction and torchtitan's selective op policy as well (every prediction too high,
-// docs/validation.md; largest 76.2, 58.0, 51.4, 51.4 and 47.0 %). The bounds below is what the model reaches, so a regression fails
-// the test; tighten it as the model improves. The target is not met and the issue is open.
+// docs/validation.md; largest 76.2, 58.0, 51.4, 51.4 and 47.0 %), 11.2 % with each run's own kernels
+// and FSDP passes (largest 24.7 %), 9.5 % with Hopper's persistent GEMMs beside FSDP's collectives
+// (largest 22.7 %). The median bound is the issue's target; the largest is what is reached, so a
+// regression fails the test.
 TEST_CASE("published FSDP runs: MFU predicted from presets (median |error| bound = what is reached), every run predicted to fit") {
   const auto preds = predict_all();
   REQUIRE(preds.size() >= 8);
@@ -275,7 +278,7 @@ TEST_CASE("published FSDP runs: MFU predicted from presets (median |error| bound
   const double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
   fmt::print("\n{} records; median |MFU error| {:.1f} %; largest {:.1f} %; predicted not to fit: {}\n", n, 100 * median,
              100 * sorted.back(), misfits);
-  CHECK(median <= 0.115);
-  CHECK(sorted.back() <= 0.250);
+  CHECK(median <= 0.100);
+  CHECK(sorted.back() <= 0.230);
   CHECK(misfits == 0);
 }

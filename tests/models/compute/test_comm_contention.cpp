@@ -279,3 +279,73 @@ TEST_CASE("sampled steps with contention: the one pass is every step's executor 
   c.measured_compute = false;
   CHECK(step::step_contention(dev, c).active());
 }
+
+TEST_CASE("persistent GEMMs: the GEMM share of a node runs in ceil(units / (units - comm)) waves while contended") {
+  // Hopper's cuBLAS launches one CTA per SM (compute::Device::persistent_gemm): with 32 of 132
+  // SMs held by NCCL, 100 CTAs run, then the other 32: two waves, 2x (pytorch/pytorch#143988).
+  // A node's contended slowdown is share x 2 + (1 - share) x 132/100 (executor.hpp).
+  const step::CommContention h{132, 32, {}, true};
+  constexpr std::int64_t K = step::CommContention::kScale;
+  CHECK(h.rate(false, 1.0) == K * 132);
+  CHECK(h.rate(true) == K * 100);          // no GEMM share: SMs over the SMs left, exactly
+  CHECK(h.rate(true, 1.0) == K * 132 / 2);  // all GEMM: two waves
+  CHECK(h.rate(true, 0.5) == std::llround(static_cast<double>(K * 132) / (0.5 * 2 + 0.5 * 1.32)));
+  // Without persistent kernels (Ampere's cuBLAS: one CTA per tile) the share changes nothing.
+  const step::CommContention a{108, 24, {}, false};
+  CHECK(a.rate(true, 1.0) == K * 84);
+  // The closed forms through contended_end: 1 s of GEMM inside a 3 s collective takes 2 s;
+  // 1 s without GEMMs 1.32 s; half GEMM 1.66 s (to the rounding of the rate, 1 part in 10^3).
+  const std::vector<step::BusyInterval> busy{{ps(0), ps(3 * kS)}};
+  CHECK(step::contended_end(ps(0), ps(kS), busy, h, 1.0) == ps(2 * kS));
+  CHECK(step::contended_end(ps(0), ps(kS), busy, h, 0.0) == ps(132 * kS / 100));
+  CHECK(step::contended_end(ps(0), ps(kS), busy, h, 0.5).to_seconds() == doctest::Approx(1.66).epsilon(1e-3));
+  // Per-rank devices: the flag travels with the rank's own device.
+  step::CommContention mixed{132, 32, {{132, 32, 1}, {108, 24, 0}}, false};
+  CHECK(mixed.of_rank(0).persistent);
+  CHECK_FALSE(mixed.of_rank(1).persistent);
+  CHECK_FALSE(mixed.of_rank(5).persistent);  // past the list: the struct's own fields
+  // The presets: Hopper persistent, Ampere and Blackwell (cluster launch control) not.
+  for (const char* name : {"h100", "h100-hbm2e-500w", "h100-pcie", "h200"}) {
+    CAPTURE(name);
+    CHECK(compute::find_device(name, "t").persistent_gemm);
+  }
+  for (const char* name : {"a100-80gb", "a100-40gb", "b200", "gb200", "tpu-v4"}) {
+    CAPTURE(name);
+    CHECK_FALSE(compute::find_device(name, "t").persistent_gemm);
+  }
+  CHECK(compute::find_device("h100", "t").comm_slowdown_gemm() == 2.0);
+  CHECK(compute::find_device("a100-80gb", "t").comm_slowdown_gemm() == doctest::Approx(108.0 / 84.0).scale(0));
+}
+
+TEST_CASE("executor and one-pass timer: a GEMM node beside a collective on a persistent-GEMM rank takes 2x") {
+  // Rank 0: a collective (stream 1) 0..3 s; g0 (1 s, all GEMM) then e0 (1 s, no GEMM) on stream
+  // 0. g0: 0..2 (two waves); e0 from 2: 1 s of work at 100/132 until 3 (0.758 s of work), the
+  // rest at full rate: ends 3 + (1 - 100/132) = 3.2424... s.
+  const step::CommContention h{132, 32, {}, true};
+  step::TaskGraph g({0}, 2);
+  const auto grp = g.add_group({"solo", {0}});
+  g.add_collective(grp, 1, coll::OpKind::allgather, 1024, 3.0, {}, "ag");
+  const NodeId g0 = g.add_compute(0, 0, NodePhase::forward, 1.0, {}, "gemm");
+  g.set_gemm_share(g0, 1.0);
+  const NodeId e0 = g.add_compute(0, 0, NodePhase::forward, 1.0, std::span<const NodeId>(&g0, 1), "eltwise");
+  g.validate(1);
+  CHECK(g.node(g0).gemm_share == 1.0F);
+  CHECK(g.node(e0).gemm_share == 0.0F);
+  step::Executor ex(g);
+  ex.set_comm_contention(h);
+  const auto r = ex.run();
+  CHECK(r.end[g0] == ps(2 * kS));
+  CHECK(r.end[e0].to_seconds() == doctest::Approx(3.0 + 32.0 / 132.0).epsilon(1e-12));
+  const auto st = step::StaticTimer::make(g, h);
+  REQUIRE(st != nullptr);
+  CHECK(st->makespan({}) == std::optional<Time>(r.makespan));
+  // Not persistent: the GEMM node is slowed as any kernel, 1.32 s.
+  step::Executor plain(g);
+  plain.set_comm_contention(step::CommContention{132, 32, {}, false});
+  CHECK(plain.run().end[g0] == ps(132 * kS / 100));
+  // Shares are clamped to [0, 1].
+  g.set_gemm_share(e0, 7.0);
+  CHECK(g.node(e0).gemm_share == 1.0F);
+  g.set_gemm_share(e0, -1.0);
+  CHECK(g.node(e0).gemm_share == 0.0F);
+}

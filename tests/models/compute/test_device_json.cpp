@@ -35,7 +35,7 @@ const json kFull = json::parse(R"({
   "hbm_bytes": "16GiB", "hbm_Bps": "2TB/s", "launch_s": "3us",
   "flops_eff": 0.5, "mem_eff": 0.9, "gemm_eff": 0.8, "attn_fwd_eff": 0.4, "attn_bwd_eff": 0.3,
   "compute_units": 4, "gemm_tiles": [[128, 128], [64, 256]], "gemm_tile_k": 32, "comm_units": 1,
-  "compute_source": "a table", "comm_units_source": "a log"
+  "persistent_gemm": true, "compute_source": "a table", "comm_units_source": "a log"
 })");
 
 std::filesystem::path write_file(const std::string& name, const std::string& text) {
@@ -68,6 +68,7 @@ TEST_CASE("device JSON: every field reaches the Device, units parsed at the boun
   CHECK(d.gemm_tiles[1].n == 256);
   CHECK(d.gemm_tile_k == 32);
   CHECK(d.comm_units == 1);
+  CHECK(d.persistent_gemm);
   CHECK(d.compute_source == "a table");
   CHECK(d.comm_units_source == "a log");
   // The tables drive the GEMM model: 512 x 512 x 4096 is 16 tiles of 128x128 (4 full waves on 4
@@ -93,6 +94,7 @@ TEST_CASE("device JSON: a preset as base, overridden field by field") {
   CHECK(d.gemm_eff == 0.6);
   CHECK(d.compute_units == h100.compute_units);
   CHECK(d.comm_units == h100.comm_units);
+  CHECK(d.persistent_gemm == h100.persistent_gemm);
   CHECK(d.attn_fwd_eff == h100.attn_fwd_eff);
   CHECK(d.hbm_Bps == h100.hbm_Bps);
   CHECK(d.source.find("device file dev.json") == 0);
@@ -135,7 +137,7 @@ TEST_CASE("device JSON: each validation rule, with its exact message") {
   CHECK(with("gem_eff", 0.5) ==
         "dev.json: /gem_eff: unknown key 'gem_eff'; expected one of name, base, description, source, compute_source, "
         "comm_units_source, peak_flops, hbm_bytes, hbm_Bps, launch_s, flops_eff, mem_eff, gemm_eff, attn_fwd_eff, "
-        "attn_bwd_eff, compute_units, gemm_tiles, gemm_tile_k, comm_units, unfused_mem_eff_fwd, unfused_mem_eff_bwd");
+        "attn_bwd_eff, compute_units, gemm_tiles, gemm_tile_k, comm_units, unfused_mem_eff_fwd, unfused_mem_eff_bwd, persistent_gemm");
   json nameless = kFull;
   nameless.erase("name");
   CHECK(error_of(nameless) == "dev.json: /name: missing; expected the device's name (a string)");
@@ -166,4 +168,5 @@ TEST_CASE("device JSON: each validation rule, with its exact message") {
   CHECK(with("peak_flops", 1e12) == "dev.json: /peak_flops: a number; expected an object {\"bf16\": FLOP/s, ...}");
   CHECK(with("hbm_Bps", "fast").find("dev.json: /hbm_Bps") == 0);
   CHECK(with("hbm_bytes", 0) == "dev.json: /hbm_bytes: 0; expected a capacity > 0 bytes");
+  CHECK(with("persistent_gemm", "yes") == "dev.json: /persistent_gemm: a string; expected true or false");
 }

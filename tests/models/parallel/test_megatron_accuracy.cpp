@@ -13,7 +13,9 @@
 //    all-reduce overlapped with the backward) for the rows with pp = 1 and "local" (one
 //    all-reduce after the backward, ParallelStepConfig::overlap_grad_reduce = false) for the
 //    others; no sequence parallelism and no flash attention (neither existed in 2021:
-//    Megatron's fused softmax over the stored s^2 scores);
+//    Megatron's fused softmax over the stored s^2 scores); the pipeline transfers as that
+//    code ran them: blocking, and split over the tp ranks (ParallelStepConfig::p2p_blocking,
+//    p2p_scatter_gather);
 //  - hardware: the dgx-a100-N preset up to 1,120 GPUs (its SuperPOD limit), the selene-N preset
 //    above (topologies/presets/selene.json: the paper's sec. 5 system description), device
 //    a100-80gb, analytical collectives (NCCL's algorithm choice).
@@ -100,6 +102,12 @@ Row predict(const json& r) {
   c.flash_attention = false;
   c.optimizer = &opt::find_optimizer("adam", "test");
   c.overlap_grad_reduce = pp == 1;
+  // Megatron-LM 2021's pipeline transfers (megatron/p2p_communication.py _communicate):
+  // batch_isend_irecv, req.wait() on every op, then torch.cuda.synchronize(); and the
+  // scatter/gather optimization, on by default (--no-scatter-gather-tensors-in-pipeline turns it
+  // off; Narayanan et al. 2021 sec. 4.1), the script not turning it off.
+  c.p2p_blocking = true;
+  c.p2p_scatter_gather = true;
   const auto res = step::simulate_parallel_step(c, dev, comm);
 
   const double B = static_cast<double>(c.global_batch), s = 2048, l = static_cast<double>(model.layers),

@@ -467,3 +467,63 @@ TEST_CASE("uneven pipeline stages: the Llama 3 rule over (virtual) stages, in me
   CHECK(ri.memory.stages[0].layers == 7);
   CHECK(ri.memory.stages[1].layers == 7);
 }
+
+TEST_CASE("pipeline p2p as Megatron runs it: blocking sends add 2(m-1)T to a 2-stage GPipe step; scatter/gather splits them") {
+  // Two symmetric stages (no output layer), m micro-batches, stage time f forward and b backward
+  // per micro-batch, a transfer of T (<= f, b) and nothing else communicating. Sends beside the
+  // compute: stage 1's last forward ends (m + 1) f + T, the gradients come back one backward
+  // apart, the step is (m + 1)(f + b) + 2T. Blocking sends (Megatron's _communicate waits for
+  // them): stage 0 forwards every f + T, stage 1 backwards every b + T: (m + 1)(f + b) + 2 m T.
+  const auto m = toy(16);
+  const auto& dev = compute::find_device("h100", "test");
+  const std::uint64_t mb = 4;
+  auto c = config(m, MeshSizes{1, 1, 2, 1, 1}, mb);
+  c.schedule = PipelineSchedule{ScheduleKind::gpipe, 1};
+  c.output_layer = false;
+  auto zero = zero_comm();
+  const auto probe = simulate_parallel_step(c, dev, zero);
+  const double f = probe.layer_forward_s * 8, b = probe.layer_backward_s * 8;
+  const double T = 0.25 * std::min(f, b);
+  FunctionComm comm([&](coll::OpKind k, std::uint64_t, const std::vector<int>&) {
+    return k == coll::OpKind::broadcast ? T : 0.0;
+  });
+  const double mf = static_cast<double>(mb);
+  const auto async = simulate_parallel_step(c, dev, comm);
+  CHECK(async.step.step_time_s - async.slowest.update_s ==
+        doctest::Approx((mf + 1) * (f + b) + 2 * T).epsilon(1e-9).scale(0));
+  c.p2p_blocking = true;
+  const auto blocking = simulate_parallel_step(c, dev, comm);
+  CHECK(blocking.step.step_time_s - async.step.step_time_s == doctest::Approx(2 * (mf - 1) * T).epsilon(1e-6).scale(0));
+
+  // Scatter/gather with tp = 2 and no sequence parallelism: each rank sends half the activation
+  // (2 b s h / 2 bytes), and the receiver all-gathers the whole of it over its tp group, once
+  // per receive; without it, the whole activation travels and a non-sequence-parallel tp
+  // group only all-reduces.
+  auto c2 = config(m, MeshSizes{1, 2, 2, 1, 1}, mb);
+  c2.output_layer = false;
+  const std::uint64_t act = 2ULL * 2048 * m.hidden;  // b s h x 2 bytes, micro-batch 1
+  std::set<std::uint64_t> p2p_bytes;
+  int gathers = 0;
+  FunctionComm spy([&](coll::OpKind k, std::uint64_t bytes, const std::vector<int>& g) {
+    if (k == coll::OpKind::broadcast) p2p_bytes.insert(bytes);
+    if (k == coll::OpKind::allgather) {
+      CHECK(bytes == act);
+      CHECK(g.size() == 2);
+      ++gathers;
+    }
+    return 0.0;
+  });
+  simulate_parallel_step(c2, dev, spy);
+  CHECK(p2p_bytes == std::set<std::uint64_t>{act});
+  CHECK(gathers == 0);
+  p2p_bytes.clear();
+  c2.p2p_scatter_gather = true;
+  simulate_parallel_step(c2, dev, spy);
+  CHECK(p2p_bytes == std::set<std::uint64_t>{act / 2});
+  CHECK(gathers > 0);
+  // With sequence parallelism the activation is already split: no effect (as in Megatron).
+  c2.sequence_parallel = true;
+  p2p_bytes.clear();
+  simulate_parallel_step(c2, dev, spy);
+  CHECK(p2p_bytes == std::set<std::uint64_t>{act / 2});
+}
