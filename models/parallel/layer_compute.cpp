@@ -100,6 +100,9 @@ LayerCompute layer_compute(const ModelSpec& m, const compute::Device& dev, const
   c.out_fwd_s = gemms_fwd(dev, ops[kOut].shape, mt);
   c.qkv_wgrad_s = gemms_wgrad(dev, ops[kQkv].shape, mt);
   c.out_dgrad_s = gemms_dgrad(dev, ops[kOut].shape, mt);
+  c.attention_gemm_fwd_s = c.qkv_fwd_s + c.out_fwd_s;
+  c.attention_gemm_bwd_s = compute::op_gemm_time_s(dev, ops[kQkv].shape, mt, true) +
+                           compute::op_gemm_time_s(dev, ops[kOut].shape, mt, true);
   c.core_fwd_s = t[kCore].fwd;
   c.core_bwd_s = t[kCore].bwd;
   c.attention_fwd_s = t[kNorm1].fwd + t[kQkv].fwd + t[kCore].fwd + t[kOut].fwd;
@@ -115,6 +118,9 @@ LayerCompute layer_compute(const ModelSpec& m, const compute::Device& dev, const
     c.down_dgrad_s = gemms_dgrad(dev, ops[kDown].shape, mt);
     c.mlp_fwd_s = t[kNorm2].fwd + t[kUp].fwd + t[kAct].fwd + t[kDown].fwd;
     c.mlp_bwd_s = t[kNorm2].bwd + t[kUp].bwd + t[kAct].bwd + t[kDown].bwd;
+    c.mlp_gemm_fwd_s = c.up_fwd_s + c.down_fwd_s;
+    c.mlp_gemm_bwd_s = compute::op_gemm_time_s(dev, ops[kUp].shape, mt, true) +
+                       compute::op_gemm_time_s(dev, ops[kDown].shape, mt, true);
     c.forward_flops += gemm_flops(ops[kUp].shape) + gemm_flops(ops[kDown].shape);
   } else {
     // Routed experts: the busiest rank's tokens x top_k through its experts (one grouped GEMM
@@ -128,6 +134,13 @@ LayerCompute layer_compute(const ModelSpec& m, const compute::Device& dev, const
       mlp.fwd += x.fwd;
       mlp.bwd += x.bwd;
     };
+    // GEMM parts: the experts' up and down, the router, a shared expert's (below).
+    auto add_gemms = [&](const compute::OpShape& o) {
+      c.mlp_gemm_fwd_s += compute::op_gemm_time_s(dev, o, mt, false);
+      c.mlp_gemm_bwd_s += compute::op_gemm_time_s(dev, o, mt, true);
+    };
+    add_gemms(ex[kUp].shape);
+    add_gemms(ex[kDown].shape);
     add(op_times(dev, ex[kUp].shape, mt));
     add(op_times(dev, ex[kAct].shape, mt));
     add({gemms_fwd(dev, ex[kDown].shape, mt), gemms_dgrad(dev, ex[kDown].shape, mt) + gemms_wgrad(dev, ex[kDown].shape, mt)});
@@ -136,6 +149,9 @@ LayerCompute layer_compute(const ModelSpec& m, const compute::Device& dev, const
     add({compute::gemm_time_s(dev, router, mt), compute::gemm_time_s(dev, {router.m, router.k, router.n, 1}, mt) +
                                                     compute::gemm_time_s(dev, {router.k, router.n, router.m, 1}, mt)});
     c.forward_flops += gemm_flops(ex[kUp].shape) + gemm_flops(ex[kDown].shape) + 2 * d(router.m) * d(router.n) * d(router.k);
+    c.mlp_gemm_fwd_s += compute::gemm_time_s(dev, router, mt);
+    c.mlp_gemm_bwd_s += compute::gemm_time_s(dev, {router.m, router.k, router.n, 1}, mt) +
+                        compute::gemm_time_s(dev, {router.k, router.n, router.m, 1}, mt);
     c.up_fwd_s = gemms_fwd(dev, ex[kUp].shape, mt);
     c.down_fwd_s = gemms_fwd(dev, ex[kDown].shape, mt);
     c.up_wgrad_s = gemms_wgrad(dev, ex[kUp].shape, mt);
@@ -150,6 +166,8 @@ LayerCompute layer_compute(const ModelSpec& m, const compute::Device& dev, const
       add(op_times(dev, sh[kAct].shape, mt));
       add({gemms_fwd(dev, sh[kDown].shape, mt), gemms_dgrad(dev, sh[kDown].shape, mt) + gemms_wgrad(dev, sh[kDown].shape, mt)});
       c.forward_flops += gemm_flops(sh[kUp].shape) + gemm_flops(sh[kDown].shape);
+      add_gemms(sh[kUp].shape);
+      add_gemms(sh[kDown].shape);
     }
     c.mlp_fwd_s = mlp.fwd;
     c.mlp_bwd_s = mlp.bwd;
@@ -170,9 +188,10 @@ HeadCompute head_compute(const ModelSpec& m, const compute::Device& dev, const L
   const double bw = dev.hbm_Bps * dev.mem_eff;
   const double logits = 4 * d(tokens) * d(vocab);  // fp32 logits: written, then read by the softmax
   HeadCompute h;
-  h.fwd_s = compute::gemm_time_s(dev, g, l.math) + 2 * logits / bw + dev.launch_s;
-  h.bwd_s = compute::gemm_time_s(dev, {g.m, g.k, g.n, 1}, l.math) + compute::gemm_time_s(dev, {g.k, g.n, g.m, 1}, l.math) +
-            2 * logits / bw + dev.launch_s;
+  h.gemm_fwd_s = compute::gemm_time_s(dev, g, l.math);
+  h.gemm_bwd_s = compute::gemm_time_s(dev, {g.m, g.k, g.n, 1}, l.math) + compute::gemm_time_s(dev, {g.k, g.n, g.m, 1}, l.math);
+  h.fwd_s = h.gemm_fwd_s + 2 * logits / bw + dev.launch_s;
+  h.bwd_s = h.gemm_bwd_s + 2 * logits / bw + dev.launch_s;
   return h;
 }
 

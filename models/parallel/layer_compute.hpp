@@ -66,6 +66,10 @@ struct LayerCompute {
   double qkv_fwd_s = 0, out_fwd_s = 0, up_fwd_s = 0, down_fwd_s = 0;  ///< forward
   double out_dgrad_s = 0, down_dgrad_s = 0;  ///< backward, after the output-gradient all-gather
   double qkv_wgrad_s = 0, up_wgrad_s = 0;    ///< backward, while the input gradient is reduced
+  /// The GEMM kernels' share of the parts above (forward; backward: input and weight
+  /// gradients), which Hopper's persistent GEMMs make slower beside NCCL (models/step/
+  /// executor.hpp, CommContention::rate).
+  double attention_gemm_fwd_s = 0, attention_gemm_bwd_s = 0, mlp_gemm_fwd_s = 0, mlp_gemm_bwd_s = 0;
   [[nodiscard]] double fwd_s() const { return attention_fwd_s + mlp_fwd_s; }
   [[nodiscard]] double bwd_s() const { return attention_bwd_s + mlp_bwd_s; }
 };
@@ -80,6 +84,7 @@ LayerCompute layer_compute(const ModelSpec& m, const compute::Device& dev, const
 /// its two gradient GEMMs. The embedding lookup is a gather, left out.
 struct HeadCompute {
   double fwd_s = 0, bwd_s = 0;
+  double gemm_fwd_s = 0, gemm_bwd_s = 0;  ///< of which the logits GEMM (and its gradients)
 };
 HeadCompute head_compute(const ModelSpec& m, const compute::Device& dev, const LayerShape& l);
 

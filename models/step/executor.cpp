@@ -285,7 +285,7 @@ void Executor::launch(NodeId n) {
     return;
   }
   if (contended_) {
-    if (node.kind == NodeKind::collective) {
+    if (node.kind == NodeKind::collective && node.takes_units) {
       for (const int m : g_.simulated_members(node.group)) {
         const int ri = g_.rank_index(m);
         if (ri >= 0 && comm_in_flight_[static_cast<std::size_t>(ri)]++ == 0) comm_changed(static_cast<std::size_t>(ri), true);
@@ -315,7 +315,7 @@ void Executor::finish(NodeId n) {
   emit(node_ended, n, now);
   if (contended_) {
     const auto& node = g_.node(n);
-    if (node.kind == NodeKind::collective) {
+    if (node.kind == NodeKind::collective && node.takes_units) {
       for (const int m : g_.simulated_members(node.group)) {
         const int ri = g_.rank_index(m);
         if (ri >= 0 && --comm_in_flight_[static_cast<std::size_t>(ri)] == 0) comm_changed(static_cast<std::size_t>(ri), false);

@@ -58,11 +58,14 @@ class StageProgram {
   }
 
   // A compute op after what the compute stream waits for.
-  std::uint32_t compute(NodePhase phase, double dur, std::vector<std::uint32_t> extra, std::string name) {
+  // `gemm_s`: the part of `dur` in GEMM kernels (TaskNode::gemm_share).
+  std::uint32_t compute(NodePhase phase, double dur, std::vector<std::uint32_t> extra, std::string name,
+                        double gemm_s = 0) {
     Op o;
     o.phase = phase;
     o.cat = phase == NodePhase::forward ? Cat::forward : phase == NodePhase::backward ? Cat::backward : Cat::update;
     o.duration_s = dur;
+    o.gemm_share = dur > 0 ? std::clamp(gemm_s / dur, 0.0, 1.0) : 0.0;
     o.name = std::move(name);
     extra.insert(extra.end(), pending_.begin(), pending_.end());
     pending_.clear();
@@ -139,6 +142,13 @@ class StageProgram {
   [[nodiscard]] bool sp_overlap() const { return overlap() && s_.c->sequence_parallel; }
   [[nodiscard]] double tp() const { return static_cast<double>(s_.c->mesh.tp); }
 
+  // TransformerEngine's userbuffers move the overlapped tp traffic with copy engines (ring
+  // exchange) or a few SMs the GEMM leaves free (set_sm_margin), not NCCL's channels: the
+  // collective takes no compute units from the GEMMs beside it (NeMo's tp_overlap configs,
+  // e.g. userbuffers_bf16_h100_h12288_tp4_mbs1_seqlen2048: RingExchangeOverlapCfg for the
+  // fprop all-gathers, BulkOverlapCfg(num_sm=2..4) for the backward's).
+  void userbuffers(std::uint32_t comm) { ops[comm].takes_units = false; }
+
   // Tensor-parallel communication overlapped with a GEMM (parallel_graphs.hpp: TE userbuffers).
   // All-gather pipelined into the GEMM that consumes it: the all-gather and (t-1)/t of the
   // GEMM run together, the last chunk after both: max(C, (t-1) G / t) + G / t.
@@ -146,17 +156,19 @@ class StageProgram {
                         std::string label) {
     const auto comm = side(Role::tp, Cat::tp, kModel, coll::OpKind::allgather, s_.tp_bytes, after_last(),
                            names_ ? fmt::format("tp all-gather {} (overlapped)", what) : "");
-    compute(phase, gemm_s * (tp() - 1) / tp(), std::move(extra), label);
+    userbuffers(comm);
+    compute(phase, gemm_s * (tp() - 1) / tp(), std::move(extra), label, gemm_s * (tp() - 1) / tp());
     pending_.push_back(comm);
-    compute(phase, gemm_s / tp(), {}, std::move(label));
+    compute(phase, gemm_s / tp(), {}, std::move(label), gemm_s / tp());
   }
   // A GEMM pipelined into the reduce-scatter of its output: the first chunk, then the
   // collective beside the other t - 1 chunks: G / t + max(C, (t-1) G / t).
   void gemm_into_scatter(NodePhase phase, double gemm_s, const char* what, std::string label) {
-    compute(phase, gemm_s / tp(), {}, label);
+    compute(phase, gemm_s / tp(), {}, label, gemm_s / tp());
     const auto comm = side(Role::tp, Cat::tp, kModel, coll::OpKind::reducescatter, s_.tp_bytes, after_last(),
                            names_ ? fmt::format("tp reduce-scatter {} (overlapped)", what) : "");
-    compute(phase, gemm_s * (tp() - 1) / tp(), {}, std::move(label));
+    userbuffers(comm);
+    compute(phase, gemm_s * (tp() - 1) / tp(), {}, std::move(label), gemm_s * (tp() - 1) / tp());
     pending_.push_back(comm);
   }
   // Backward: the input gradient reduced (reduce-scatter, or all-reduce without sequence
@@ -165,7 +177,8 @@ class StageProgram {
     const auto kind = s_.c->sequence_parallel ? coll::OpKind::reducescatter : coll::OpKind::allreduce;
     const auto comm = side(Role::tp, Cat::tp, kModel, kind, s_.tp_bytes, after_last(),
                            names_ ? fmt::format("tp {} {} (overlapped)", coll::to_string(kind), what) : "");
-    compute(NodePhase::backward, wgrad_s, {}, std::move(label));
+    userbuffers(comm);
+    compute(NodePhase::backward, wgrad_s, {}, std::move(label), wgrad_s);
     pending_.push_back(comm);
   }
 
@@ -204,11 +217,12 @@ class StageProgram {
     std::vector<std::uint32_t> extra = gathers_;
     const std::uint64_t cp = s_.c->mesh.cp;
     const bool ov = sp_overlap();
-    double attn = lc.attention_fwd_s;
+    double attn = lc.attention_fwd_s, attn_gemm = lc.attention_gemm_fwd_s;
     if (ov) {
       gather_into_gemm(phase, lc.qkv_fwd_s, extra, "attention", label("attention qkv", c, k, l));
       extra.clear();
       attn -= lc.qkv_fwd_s + lc.out_fwd_s;
+      attn_gemm -= lc.qkv_fwd_s + lc.out_fwd_s;
     } else {
       tp_region(true, "attention");
     }
@@ -216,11 +230,11 @@ class StageProgram {
       // Ring attention: norm and QKV first (K and V exist only then), the core's cp blocks
       // beside the K,V exchange, the output projection after them.
       const double out = ov ? 0.0 : lc.out_fwd_s;
-      compute(phase, attn - lc.core_fwd_s - out, extra, label("attention", c, k, l));
+      compute(phase, attn - lc.core_fwd_s - out, extra, label("attention", c, k, l), attn_gemm - out);
       ring(phase, lc.core_fwd_s, s_.cp_bytes, "cp all-gather K,V", label("attention ring blocks", c, k, l));
-      if (out > 0) compute(phase, out, {}, label("attention out", c, k, l));
+      if (out > 0) compute(phase, out, {}, label("attention out", c, k, l), out);
     } else {
-      compute(phase, attn, extra, label("attention", c, k, l));
+      compute(phase, attn, extra, label("attention", c, k, l), attn_gemm);
     }
     if (ov) {
       gemm_into_scatter(phase, lc.out_fwd_s, "attention", label("attention out", c, k, l));
@@ -229,15 +243,16 @@ class StageProgram {
     }
     const bool moe = s_.m->moe() && s_.c->mesh.ep > 1;
     const bool ov_mlp = ov && !moe;  // the ep all-to-alls sit between the tp collectives and the GEMMs
-    double mlp = lc.mlp_fwd_s;
+    double mlp = lc.mlp_fwd_s, mlp_gemm = lc.mlp_gemm_fwd_s;
     if (ov_mlp) {
       gather_into_gemm(phase, lc.up_fwd_s, {}, "mlp", label("mlp up", c, k, l));
       mlp -= lc.up_fwd_s + lc.down_fwd_s;
+      mlp_gemm -= lc.up_fwd_s + lc.down_fwd_s;
     } else {
       tp_region(true, "mlp");
     }
     if (moe) blocking(Role::ep, Cat::ep, coll::OpKind::alltoall, s_.ep_bytes, names_ ? "ep dispatch" : "");
-    compute(phase, mlp, {}, label("mlp", c, k, l));
+    compute(phase, mlp, {}, label("mlp", c, k, l), mlp_gemm);
     if (moe) blocking(Role::ep, Cat::ep, coll::OpKind::alltoall, s_.ep_bytes, names_ ? "ep combine" : "");
     if (ov_mlp) {
       gemm_into_scatter(phase, lc.down_fwd_s, "mlp", label("mlp down", c, k, l));
@@ -249,7 +264,9 @@ class StageProgram {
   void forward(std::uint32_t c, std::uint64_t k) {
     if (!first_chunk(c)) p2p(false, -1, 2 * (stage_ == 0 ? c - 1 : c), names_ ? fmt::format("recv activations mb {}", k) : "");
     for (std::uint64_t l = 0; l < layers_[c]; ++l) layer_forward(c, k, l, NodePhase::forward);
-    if (last_chunk(c)) compute(NodePhase::forward, s_.head.fwd_s, {}, names_ ? fmt::format("output layer mb {}", k) : "");
+    if (last_chunk(c)) {
+      compute(NodePhase::forward, s_.head.fwd_s, {}, names_ ? fmt::format("output layer mb {}", k) : "", s_.head.gemm_fwd_s);
+    }
     if (!last_chunk(c)) p2p(true, +1, 2 * c, names_ ? fmt::format("send activations mb {}", k) : "");
   }
 
@@ -258,7 +275,10 @@ class StageProgram {
     if (!last_chunk(c)) {
       p2p(false, +1, 2 * (stage_ + 1 == s_.p ? c + 1 : c) + 1, names_ ? fmt::format("recv gradients mb {}", k) : "");
     }
-    if (last_chunk(c)) compute(NodePhase::backward, s_.head.bwd_s, {}, names_ ? fmt::format("output layer backward mb {}", k) : "");
+    if (last_chunk(c)) {
+      compute(NodePhase::backward, s_.head.bwd_s, {}, names_ ? fmt::format("output layer backward mb {}", k) : "",
+              s_.head.gemm_bwd_s);
+    }
     const std::uint64_t cp = s_.c->mesh.cp;
     const bool moe = s_.m->moe() && s_.c->mesh.ep > 1;
     for (std::uint64_t j = layers_[c]; j-- > 0;) {
@@ -274,41 +294,49 @@ class StageProgram {
       // column-parallel layer's weight-gradient GEMM.
       const bool ov = overlap(), ov_sp = sp_overlap();
       const bool ov_mlp = ov && !moe;
-      double mlp = lc.mlp_bwd_s;
+      double mlp = lc.mlp_bwd_s, mlp_gemm = lc.mlp_gemm_bwd_s;
       if (ov_mlp && ov_sp) {
         gather_into_gemm(NodePhase::backward, lc.down_dgrad_s, extra, "mlp backward", label("mlp down dgrad", c, k, j));
         extra.clear();
         mlp -= lc.down_dgrad_s;
+        mlp_gemm -= lc.down_dgrad_s;
       } else {
         tp_region(true, "mlp backward");
       }
-      if (ov_mlp) mlp -= lc.up_wgrad_s;
+      if (ov_mlp) {
+        mlp -= lc.up_wgrad_s;
+        mlp_gemm -= lc.up_wgrad_s;
+      }
       if (moe) blocking(Role::ep, Cat::ep, coll::OpKind::alltoall, s_.ep_bytes, names_ ? "ep combine backward" : "");
-      compute(NodePhase::backward, mlp, extra, label("mlp backward", c, k, j));
+      compute(NodePhase::backward, mlp, extra, label("mlp backward", c, k, j), mlp_gemm);
       if (moe) blocking(Role::ep, Cat::ep, coll::OpKind::alltoall, s_.ep_bytes, names_ ? "ep dispatch backward" : "");
       if (ov_mlp) {
         reduce_beside(lc.up_wgrad_s, "mlp backward", label("mlp up wgrad", c, k, j));
       } else {
         tp_region(false, "mlp backward");
       }
-      double attn = lc.attention_bwd_s;
+      double attn = lc.attention_bwd_s, attn_gemm = lc.attention_gemm_bwd_s;
       if (ov_sp) {
         gather_into_gemm(NodePhase::backward, lc.out_dgrad_s, {}, "attention backward", label("attention out dgrad", c, k, j));
         attn -= lc.out_dgrad_s;
+        attn_gemm -= lc.out_dgrad_s;
       } else {
         tp_region(true, "attention backward");
       }
-      if (ov) attn -= lc.qkv_wgrad_s;
+      if (ov) {
+        attn -= lc.qkv_wgrad_s;
+        attn_gemm -= lc.qkv_wgrad_s;
+      }
       if (cp > 1) {
         // The output projection's input gradient, then the core's cp blocks beside the ring
         // exchange of K,V with the dK,dV partials (2 x the forward's bytes), then QKV backward.
         const double out = ov_sp ? 0.0 : lc.out_dgrad_s;
-        if (out > 0) compute(NodePhase::backward, out, {}, label("attention out dgrad", c, k, j));
+        if (out > 0) compute(NodePhase::backward, out, {}, label("attention out dgrad", c, k, j), out);
         ring(NodePhase::backward, lc.core_bwd_s, 2 * s_.cp_bytes, "cp all-gather K,V + dK,dV",
              label("attention ring blocks backward", c, k, j));
-        compute(NodePhase::backward, attn - lc.core_bwd_s - out, {}, label("attention backward", c, k, j));
+        compute(NodePhase::backward, attn - lc.core_bwd_s - out, {}, label("attention backward", c, k, j), attn_gemm - out);
       } else {
-        compute(NodePhase::backward, attn, {}, label("attention backward", c, k, j));
+        compute(NodePhase::backward, attn, {}, label("attention backward", c, k, j), attn_gemm);
       }
       if (ov) {
         reduce_beside(lc.qkv_wgrad_s, "attention backward", label("attention qkv wgrad", c, k, j));

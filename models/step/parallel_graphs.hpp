@@ -24,8 +24,11 @@
 //    G/t + max(C, (t-1)/t G); in backward the input gradient's reduce-scatter (all-reduce
 //    without sequence parallelism: Megatron-LM's asynchronous tensor-parallel all-reduce) runs
 //    beside the weight-gradient GEMM that does not need it, max(C, W). G, W: the GEMM times
-//    of parallel::layer_compute. Not modelled: the SMs and HBM bandwidth the overlapped
-//    communication takes from the GEMM (TE's userbuffers use copy engines or a few SMs), the
+//    of parallel::layer_compute. The overlapped tp collectives take no SMs (TE's userbuffers:
+//    copy engines, or a few SMs the GEMM leaves free; TaskNode::takes_units). Not modelled:
+//    the t smaller GEMMs the pipelining cuts a GEMM into (their own wave quantization: the
+//    GEMM model has no split-K, which cuBLAS uses for such shapes), the HBM bandwidth the
+//    overlapped communication takes from the GEMM, the
 //    MLP of MoE layers with ep > 1 (the all-to-alls sit between), and Megatron's extra
 //    all-gather of the saved sequence-parallel input for the weight gradient (Korthikanti et
 //    al. 2022 sec. 4.2.2, overlapped with the input-gradient GEMM there);

@@ -31,6 +31,8 @@ struct Op {
   Cat cat = Cat::forward;
   std::uint32_t stream = kCompute;
   double duration_s = 0;  // compute
+  double gemm_share = 0;  // compute: TaskNode::gemm_share
+  bool takes_units = true;  // collective: runs on SMs (NCCL), not TE userbuffers' copy engines
   coll::OpKind op = coll::OpKind::allreduce;
   std::uint64_t size_bytes = 0;
   Role role = Role::tp;

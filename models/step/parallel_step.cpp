@@ -137,6 +137,7 @@ class Instantiator {
           NodeId n = 0;
           if (o.kind == NodeKind::compute) {
             n = g_.add_compute(r, o.stream, o.phase, o.duration_s, deps, o.name);
+            if (o.gemm_share > 0) g_.set_gemm_share(n, o.gemm_share);
           } else {
             const int peer = neighbour(r, stage, o.dir);
             if (o.kind == NodeKind::send) {
@@ -165,6 +166,7 @@ class Instantiator {
       for (std::size_t a = 0; a < inst.size(); ++a) {
         const auto gi = inst[a].first;
         made[a] = g_.add_collective(gi, o.stream, o.op, o.size_bytes, coll_time(o.op, o.size_bytes, gi), inst[a].second, o.name);
+        if (!o.takes_units) g_.set_takes_units(made[a], false);
         push_meta(o, -1);
       }
       for (std::size_t k = 0; k < S; ++k) node_of[i * S + k] = made[inst_of[k]];
@@ -351,6 +353,9 @@ ParallelStepResult simulate_parallel_step(const ParallelStepConfig& c, const com
   progs.clear();
 
   Executor ex(g, runner.get());
+  // The SMs NCCL's channels take from the compute beside a collective, and Hopper's persistent
+  // GEMMs in two waves (executor.hpp; as the data-parallel step: step_contention).
+  ex.set_comm_contention(CommContention{dev.compute_units, dev.comm_units, {}, dev.persistent_gemm});
   if (!cs.empty()) {
     std::vector<double> scale;
     scale.reserve(sorted.size());

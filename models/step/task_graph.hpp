@@ -54,6 +54,9 @@ struct TaskNode {
   /// compute: fraction of duration_s spent in GEMM kernels (0..1), which a persistent GEMM
   /// library slows more under communication (CommContention::rate); 0 unless set.
   float gemm_share = 0;
+  /// collective: it runs on compute units (NCCL's CTAs) and so slows the compute beside it
+  /// (executor.hpp); false for transfers on copy engines (TransformerEngine's userbuffers).
+  bool takes_units = true;
   std::uint32_t name = 0;       ///< index into names() (0 = "")
   std::uint32_t deps_begin = 0, deps_end = 0;
 };
@@ -77,6 +80,8 @@ class TaskGraph {
   void reserve(std::size_t nodes, std::size_t deps);
   /// Sets a compute node's TaskNode::gemm_share (clamped to [0, 1]; NaN: 0).
   void set_gemm_share(NodeId n, double share);
+  /// Sets a collective's TaskNode::takes_units.
+  void set_takes_units(NodeId n, bool takes) { nodes_.at(n).takes_units = takes; }
 
   /// Throws ConfigError naming the op (its name, else "node N") for: a group naming a rank
   /// outside 0..topology_devices-1 (or twice), a graph rank outside it, a stream out of range,

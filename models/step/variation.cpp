@@ -352,7 +352,7 @@ std::unique_ptr<StaticTimer> StaticTimer::make(const TaskGraph& g, const CommCon
     };
     if (n.kind == NodeKind::collective) {
       for (const int r : g.simulated_members(n.group)) add(r);
-      st->coll_[i] = 1;
+      st->coll_[i] = n.takes_units ? 1 : 0;
     } else {
       add(n.rank);
       if (n.kind == NodeKind::compute) st->rank_[i] = g.rank_index(n.rank);

@@ -25,10 +25,12 @@
 // The unfused attention's kernels reach the bandwidth fitted to Megatron's attention measured on
 // an A100 (compute::kUnfusedMemEff{Fwd,Bwd}, attention.hpp: Dao et al. 2022 App. E.5, another
 // source than this table).
-// Asserted at what is reached (measured 2026-12-02: median |error| 9.1 %, signed errors +1.2 to
-// +15.6 %; every row still predicted too fast; docs/validation.md, issue 13 section): median
-// |error| <= 9.5 %, largest <= 16 %, every signed error in [0, +16 %], and every row predicted
-// to fit in 80 GB.
+// Compute beside a NCCL collective runs on the SMs its channels leave (the data-parallel
+// all-reduce overlapped with the backward of the pp = 1 rows; models/step/executor.hpp).
+// Asserted at what is reached (measured 2026-12-02: median |error| 8.7 %, signed errors +1.0 to
+// +14.5 %; every row still predicted too fast; docs/validation.md, issue 13 section): median
+// |error| <= 9.5 %, largest <= 15 %, every signed error in [0, +15 %], and every row predicted
+// to fit in 80 GB. The second test predicts NVIDIA's NeMo H100 rows and pools them with these.
 // Label accuracy; prints the table that docs/validation.md carries.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -43,6 +45,7 @@
 
 #include "models/compute/device.hpp"
 #include "models/optimizer/optimizer.hpp"
+#include "models/parallel/memory_stage.hpp"
 #include "models/step/parallel_graphs.hpp"
 #include "models/step/topology_comm.hpp"
 #include "topologies/load.hpp"
@@ -126,15 +129,67 @@ Row predict(const json& r) {
   return row;
 }
 
-}  // namespace
-
-TEST_CASE("Megatron-LM Table 1 (SC'21): TFLOP/s per GPU predicted from presets and the launch script") {
+std::vector<Row> megatron_rows() {
   std::ifstream f(kDir + "published/training/narayanan2021-megatron-table1.json");
   REQUIRE(f.good());
   const json records = json::parse(f);
   REQUIRE(records.size() == 10);
   std::vector<Row> rows;
   for (const auto& r : records) rows.push_back(predict(r));
+  return rows;
+}
+
+// NVIDIA dgxc-benchmarking's NeMo BF16 rows (tests/data/published/training/dgxc-megatron-tp-pp.json)
+// that a preset covers (dgx-h100-N up to 1,024 GPUs): the record's layout (tp, pp, cp, virtual
+// stages), micro-batch 1, its global batch and sequence (GPT-3 2,048, Llama 3.1 8,192), and what
+// NeMo's performance recipes set and the records leave unstated: sequence parallelism, the
+// distributed optimizer (zero1), bf16, no recomputation, and tp overlap on or off (`overlap`:
+// TransformerEngine userbuffers). Error = (predicted - measured) / measured of the step time.
+Row predict_nemo(const json& r, bool overlap) {
+  const auto& par = r.at("parallelism");
+  const std::uint64_t gpus = r.at("gpus").get<std::uint64_t>();
+  const std::string name = r.at("model").at("name").get<std::string>();
+  const auto model = models::resolve_model(
+      name == "gpt3-175b" ? std::string("gpt3-175b") : kDir + "models/llama-3-405b/config.json", "test");
+  const auto topo = topo::make_topology(fmt::format("dgx-h100-{}", gpus), "test");
+  const auto& dev = compute::device_for_model(topo.device_model(), "test");
+  step::TopologyComm comm(topo, step::Fidelity::analytical);
+  const std::uint64_t tp = par.at("tp").get<std::uint64_t>(), pp = par.at("pp").get<std::uint64_t>(),
+                      cp = par.at("cp").get<std::uint64_t>(), vp = par.at("vp").get<std::uint64_t>();
+  step::ParallelStepConfig c;
+  c.model = &model;
+  c.mesh = parallel::MeshSizes{gpus / (tp * pp * cp), tp, pp, cp, 1};
+  c.micro_batch = r.at("micro_batch").get<std::uint64_t>();
+  c.global_batch = r.at("global_batch_sequences").get<std::uint64_t>();
+  c.seq = r.at("model").at("seq_len").get<std::uint64_t>();
+  c.schedule = parallel::PipelineSchedule{parallel::ScheduleKind::interleaved, vp};
+  c.sequence_parallel = true;
+  c.tp_comm_overlap = overlap;
+  c.strategy = parallel::dp_strategy_from_string("zero1", 0, "test");
+  c.optimizer = &opt::find_optimizer("adam", "test");
+  const auto res = step::simulate_parallel_step(c, dev, comm);
+  Row row;
+  row.id = r.at("id").get<std::string>();
+  row.gpus = gpus;
+  row.layout = fmt::format("tp {}, pp {}, cp {}, vp {}, dp {}", tp, pp, cp, vp, c.mesh.dp);
+  row.step_s = res.step.step_time_s;
+  row.measured = r.at("measured").at("step_time_s").get<double>();
+  row.predicted = row.step_s;
+  row.error = (row.step_s - row.measured) / row.measured;
+  row.fits = !res.memory.does_not_fit.has_value();
+  return row;
+}
+
+double median_abs(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+TEST_CASE("Megatron-LM Table 1 (SC'21): TFLOP/s per GPU predicted from presets and the launch script") {
+  const std::vector<Row> rows = megatron_rows();
 
   std::vector<double> abs_err;
   double largest = 0;
@@ -150,10 +205,46 @@ TEST_CASE("Megatron-LM Table 1 (SC'21): TFLOP/s per GPU predicted from presets a
   fmt::print("median |error| {:.1f} %, largest {:.1f} %\n", 100 * median, 100 * largest);
   // What is reached (docs/validation.md).
   CHECK(median <= 0.095);
-  CHECK(largest <= 0.16);
+  CHECK(largest <= 0.15);
   // The signed errors' range (every row still too fast: the sign of the compute model's bias).
   for (const auto& r : rows) {
     CHECK_MESSAGE(r.error >= 0.0, r.id);
-    CHECK_MESSAGE(r.error <= 0.16, r.id);
+    CHECK_MESSAGE(r.error <= 0.15, r.id);
   }
+}
+
+TEST_CASE("NeMo on H100 (dgxc-benchmarking BF16): step time with and without tp overlap; pooled with Table 1") {
+  std::ifstream f(kDir + "published/training/dgxc-megatron-tp-pp.json");
+  REQUIRE(f.good());
+  const json records = json::parse(f);
+  std::vector<double> nemo_off, nemo_on;
+  fmt::print("| record | GPUs | layout | measured step | predicted, no tp overlap | error | predicted, tp overlap | error |\n"
+             "|---|---|---|---|---|---|---|---|\n");
+  for (const auto& r : records) {
+    if (r.at("precision").get<std::string>() != "bf16" || r.at("gpus").get<std::uint64_t>() > 1024) continue;
+    const Row off = predict_nemo(r, false), on = predict_nemo(r, true);
+    CHECK_MESSAGE(off.fits, off.id);
+    fmt::print("| {} | {} | {} | {:.3f} s | {:.3f} s | {:+.1f} % | {:.3f} s | {:+.1f} % |\n", off.id, off.gpus, off.layout,
+               off.measured, off.step_s, 100 * off.error, on.step_s, 100 * on.error);
+    nemo_off.push_back(std::abs(off.error));
+    nemo_on.push_back(std::abs(on.error));
+    // Overlap hides tp communication: never slower than without it.
+    CHECK(on.step_s <= off.step_s);
+  }
+  REQUIRE(nemo_off.size() == 5);
+  std::vector<double> pooled_off, pooled_on;
+  for (const auto& r : megatron_rows()) {
+    pooled_off.push_back(std::abs(r.error));
+    pooled_on.push_back(std::abs(r.error));
+  }
+  pooled_off.insert(pooled_off.end(), nemo_off.begin(), nemo_off.end());
+  pooled_on.insert(pooled_on.end(), nemo_on.begin(), nemo_on.end());
+  fmt::print("NeMo: median |error| {:.1f} % without tp overlap, {:.1f} % with it; pooled with Table 1 (15 records): "
+             "{:.1f} % and {:.1f} %\n",
+             100 * median_abs(nemo_off), 100 * median_abs(nemo_on), 100 * median_abs(pooled_off), 100 * median_abs(pooled_on));
+  // What is reached (docs/validation.md): NeMo's recipes run with tp overlap, the pooled median
+  // with it is the figure that counts; issue 13's 10 % is not met by it.
+  CHECK(median_abs(nemo_on) <= 0.20);
+  CHECK(median_abs(pooled_on) <= 0.12);
+  CHECK(median_abs(pooled_off) <= 0.10);
 }

@@ -55,6 +55,14 @@ FunctionComm zero_comm() {
   return FunctionComm([](coll::OpKind, std::uint64_t, const std::vector<int>&) { return 0.0; });
 }
 
+// A preset whose collectives take no SMs (comm_units 0): the tests of a schedule's closed form
+// (what is exposed) keep compute durations fixed; contention has its own test.
+compute::Device no_contention(const char* preset) {
+  compute::Device d = compute::find_device(preset, "test");
+  d.comm_units = 0;
+  return d;
+}
+
 const ParallelRankTimes& stage0(const ParallelStepResult& r) {
   for (const auto& x : r.per_rank) {
     if (x.stage == 0) return x;
@@ -326,7 +334,7 @@ TEST_CASE("gradient reduction after the backward (Megatron-LM 2021 --DDP-impl lo
   // forward + backward + that all-reduce + the update. With overlap the same bytes go in buckets
   // during the last micro-batch's backward, and less is exposed.
   const auto m = toy(8);
-  const auto& dev = compute::find_device("h100", "test");
+  const auto dev = no_contention("h100");  // the schedule's closed form: compute not slowed by NCCL
   const double bw = 50e9;
   std::set<std::uint64_t> sizes;  // distinct all-reduce sizes asked (the fold check asks again)
   FunctionComm comm([&](coll::OpKind k, std::uint64_t bytes, const std::vector<int>& g) {
@@ -362,7 +370,7 @@ TEST_CASE("context parallelism: the ring's K,V exchange is exposed only where it
   // max(0, C - (cp-1)/cp core) forward and max(0, C_b - (cp-1)/cp core_b) backward; with
   // pipelined ring steps t_step = C / (cp - 1) that is (cp-1) max(0, t_step - t_b), t_b = core/cp.
   const auto m = toy(4);
-  const auto& dev = compute::find_device("h100", "test");
+  const auto dev = no_contention("h100");  // the schedule's closed form: compute not slowed by NCCL
   const std::uint64_t mb = 2;
   for (const std::uint64_t cp : {2ULL, 4ULL}) {
     const auto lc = parallel::layer_compute(m, dev, {1, 2048, 1, cp, false, true, Recompute::none});
@@ -526,4 +534,49 @@ TEST_CASE("pipeline p2p as Megatron runs it: blocking sends add 2(m-1)T to a 2-s
   p2p_bytes.clear();
   simulate_parallel_step(c2, dev, spy);
   CHECK(p2p_bytes == std::set<std::uint64_t>{act / 2});
+}
+
+TEST_CASE("mesh step: compute beside a NCCL collective runs on the SMs it leaves (the data-parallel step's rule)") {
+  // The ring's K,V exchange C beside cp - 1 of the attention core's cp blocks (W of work, no
+  // GEMMs): with NCCL holding 32 of the H100's 132 SMs the blocks run at 100/132 while C is in
+  // flight. With C >= W x 1.32 every block is slowed: the forward grows by 0.32 W per layer and
+  // only C - 1.32 W is exposed. The same with comm_units 0 is the plain closed form (above).
+  const auto m = toy(4);
+  const auto& dev = compute::find_device("h100", "test");
+  REQUIRE(dev.comm_units == 32);
+  const std::uint64_t mb = 2, cp = 2;
+  const auto lc = parallel::layer_compute(m, dev, {1, 2048, 1, cp, false, true, Recompute::none});
+  const double W = 0.5 * lc.core_fwd_s, slow = 132.0 / 100.0;
+  const double cf = 4.0 * W;  // forward exchange; the backward's (2 S) is twice as long
+  FunctionComm comm([&](coll::OpKind k, std::uint64_t bytes, const std::vector<int>&) {
+    if (k != coll::OpKind::allgather) return 0.0;
+    const auto S = static_cast<std::uint64_t>(cp * 2 * (2048 / cp) * 1 * 16 * 64 * 2);
+    return bytes == S ? cf : 2 * cf;
+  });
+  auto c = config(m, MeshSizes{1, 1, 1, cp, 1}, mb);
+  c.output_layer = false;
+  const auto r = simulate_parallel_step(c, dev, comm);
+  const double n = static_cast<double>(m.layers * mb);
+  const auto& x = r.slowest;
+  CHECK(x.forward_s == doctest::Approx(n * (lc.fwd_s() + (slow - 1) * W)).epsilon(1e-6).scale(0));
+  const double Wb = 0.5 * lc.core_bwd_s;
+  REQUIRE(2 * cf >= slow * Wb);
+  CHECK(x.backward_s == doctest::Approx(n * (lc.bwd_s() + (slow - 1) * Wb)).epsilon(1e-6).scale(0));
+  CHECK(x.cp_exposed_s == doctest::Approx(n * ((cf - slow * W) + (2 * cf - slow * Wb))).epsilon(1e-6).scale(0));
+  // Without the SMs taken: the blocks keep their time.
+  const auto plain = simulate_parallel_step(c, no_contention("h100"), comm);
+  CHECK(plain.slowest.forward_s == doctest::Approx(n * lc.fwd_s()).epsilon(1e-6).scale(0));
+  // TransformerEngine's overlapped tp traffic takes no SMs: with tp overlap the layer's compute
+  // is what it is without contention (no other collective beside it here).
+  auto t = config(m, MeshSizes{1, 4, 1, 1, 1}, mb);
+  t.sequence_parallel = true;
+  t.tp_comm_overlap = true;
+  t.output_layer = false;
+  FunctionComm slow_tp([&](coll::OpKind k, std::uint64_t, const std::vector<int>&) {
+    return k == coll::OpKind::allgather || k == coll::OpKind::reducescatter ? 1e-3 : 0.0;
+  });
+  const auto a = simulate_parallel_step(t, dev, slow_tp);
+  const auto b = simulate_parallel_step(t, no_contention("h100"), slow_tp);
+  CHECK(a.slowest.forward_s + a.slowest.backward_s ==
+        doctest::Approx(b.slowest.forward_s + b.slowest.backward_s).epsilon(1e-12).scale(0));
 }
