@@ -218,6 +218,7 @@ std::vector<Device> make_presets() {
   for (auto* d : {&v[v.size() - 2], &v.back()}) {
     d->comm_units = 24;
     d->comm_units_source = a100_comm;
+    d->p2p_comm_units = 2;  // NCCL's channels per network peer (Device::p2p_comm_units)
   }
   // NVIDIA H100 Tensor Core GPU datasheet, SXM: FP32 67 TF; TF32 989, BF16 1,979, FP8 3,958,
   // INT8 3,958 TOPS with sparsity -> dense half; 80GB HBM3, 3.35 TB/s. 132 SMs (NVIDIA H100
@@ -248,6 +249,7 @@ std::vector<Device> make_presets() {
   // kernels take their tiles through cluster launch control, so they fill whatever SMs are
   // free (NVIDIA CUTLASS docs, "Blackwell cluster launch control"): B200 / GB200 keep false.
   v.back().persistent_gemm = true;
+  v.back().p2p_comm_units = 2;  // NCCL's channels per network peer (Device::p2p_comm_units)
   // The H100 SXM part Meta's Grand Teton hosts carry, as torchtitan's H100 benchmarks ran it
   // (pytorch/torchtitan docs/performance.md @ eaea6f6: "96GB HBM2e with 2.4 TB/sec peak memory
   // bandwidth", "the default 500W power limit"; its footnote 2: "the actual peak TFLOPs number is
@@ -294,6 +296,7 @@ std::vector<Device> make_presets() {
   v.back().comm_units = 32;  // the H100 board's NCCL channels (above)
   v.back().comm_units_source = h100_comm;
   v.back().persistent_gemm = true;  // Hopper's cuBLAS (above)
+  v.back().p2p_comm_units = 2;
   // NVIDIA HGX B200 datasheet (8 GPUs): FP32 600 TF; TF32 18, BF16 36, FP8 72 PF and INT8
   // 72 POPS with sparsity; 1.4 TB HBM3e, 64 TB/s. Per GPU, dense: /8, then /2.
   v.push_back(gpu("b200", "NVIDIA B200 (HGX B200)", 75 * T, 1125 * T, 2250 * T, 4500 * T, 4500 * T,

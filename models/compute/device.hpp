@@ -62,6 +62,10 @@ struct Device {
   /// DP is overlapped with GEMMs"). While a collective holds comm_units SMs, such a GEMM's
   /// CTAs run in ceil(units / (units - comm_units)) waves instead of one (comm_slowdown_gemm).
   bool persistent_gemm = false;
+  /// Compute units one point-to-point transfer (NCCL send/recv: pipeline stages) occupies on
+  /// each end: one CTA per channel, 2 channels per network peer (NCCL src/graph/paths.cc,
+  /// ncclTopoGetNchannels: nNetChannels = 2, 2.28). 0: transfers take none.
+  std::uint32_t p2p_comm_units = 0;
 
   /// Slowdown of a kernel that runs while a collective does: units / (units - comm_units),
   /// the tile waves of a GEMM spread over fewer SMs (gemm.hpp's wave model); 1 when

@@ -22,7 +22,7 @@ constexpr std::array kKeys = {"name",         "base",          "description",  "
                               "comm_units_source", "peak_flops", "hbm_bytes",  "hbm_Bps",      "launch_s",
                               "flops_eff",    "mem_eff",       "gemm_eff",     "attn_fwd_eff", "attn_bwd_eff",
                               "compute_units", "gemm_tiles",   "gemm_tile_k",  "comm_units",
-                              "unfused_mem_eff_fwd", "unfused_mem_eff_bwd", "persistent_gemm"};
+                              "unfused_mem_eff_fwd", "unfused_mem_eff_bwd", "persistent_gemm", "p2p_comm_units"};
 constexpr std::array kMath = {MathType::fp32, MathType::tf32, MathType::bf16,
                               MathType::fp16, MathType::fp8,  MathType::int8};
 
@@ -175,6 +175,11 @@ Device device_from_json(const json& j, const std::string& file) {
     }
   }
   if (r.has("comm_units")) d.comm_units = r.count("comm_units", 0);
+  if (r.has("p2p_comm_units")) d.p2p_comm_units = r.count("p2p_comm_units", 0);
+  if (d.p2p_comm_units > 0 && d.p2p_comm_units >= d.compute_units) {
+    throw ConfigError(r.at("/p2p_comm_units"), fmt::format("{} of {} compute units", d.p2p_comm_units, d.compute_units),
+                      "fewer units than compute_units");
+  }
   if (r.has("persistent_gemm")) {
     const json& v = j.at("persistent_gemm");
     if (!v.is_boolean()) throw ConfigError(r.at("/persistent_gemm"), type_name(v), "true or false");

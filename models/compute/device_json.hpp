@@ -20,6 +20,7 @@
 //   gemm_tile_k       integer > 0                     K step of the GEMM main loop
 //   comm_units        integer >= 0, < compute_units   units a collective in flight occupies
 //   persistent_gemm   true | false                    GEMMs launch one CTA per unit (Hopper cuBLAS)
+//   p2p_comm_units    integer >= 0, < compute_units   units one send/recv occupies on each end
 // Without `base`: name, peak_flops, hbm_bytes and hbm_Bps are required. The meaning of each
 // field is Device's (device.hpp). Errors: ConfigError("<file>: <JSON pointer>", what was found,
 // what was expected), e.g. "dev.json: /gemm_eff: 1.5; expected a fraction in (0, 1]".

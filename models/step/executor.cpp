@@ -14,8 +14,8 @@ namespace shardsim::step {
 
 bool CommContention::active() const {
   auto on = [](std::uint32_t u, std::uint32_t c) { return c > 0 && c < u; };
-  if (on(units, comm_units)) return true;
-  return std::any_of(per_rank.begin(), per_rank.end(), [&](const auto& x) { return on(x[0], x[1]); });
+  if (on(units, comm_units) || on(units, p2p_units)) return true;
+  return std::any_of(per_rank.begin(), per_rank.end(), [&](const auto& x) { return on(x[0], x[1]) || on(x[0], x[3]); });
 }
 
 CommContention CommContention::of_rank(int rank) const {
@@ -25,25 +25,32 @@ CommContention CommContention::of_rank(int rank) const {
   c.units = own ? per_rank[k][0] : units;
   c.comm_units = own ? per_rank[k][1] : comm_units;
   c.persistent = own ? per_rank[k][2] != 0 : persistent;
+  c.p2p_units = own ? per_rank[k][3] : p2p_units;
   if (!c.active()) c = CommContention{1, 0, {}};
   return c;
 }
 
-std::int64_t CommContention::rate(bool contended, double gemm_share) const {
+std::int64_t CommContention::rate_units(std::uint32_t busy, double gemm_share) const {
   const auto u = static_cast<std::int64_t>(units);
-  if (!contended) return kScale * u;
-  const std::int64_t plain = kScale * (u - static_cast<std::int64_t>(comm_units));
+  if (busy == 0 || units <= 1) return kScale * u;
+  const std::uint32_t k = std::min(busy, units - 1);
+  const std::int64_t plain = kScale * (u - static_cast<std::int64_t>(k));
   if (!persistent || !(gemm_share > 0)) return plain;
-  const double spread = static_cast<double>(units) / static_cast<double>(units - comm_units);
+  const double spread = static_cast<double>(units) / static_cast<double>(units - k);
   const double slow = gemm_share * std::ceil(spread) + (1 - std::min(gemm_share, 1.0)) * spread;
   return std::max<std::int64_t>(1, std::llround(static_cast<double>(kScale * u) / slow));
 }
 
 ComputeProgress ComputeProgress::start(Time at, Time duration, const CommContention& c, bool contended,
                                        double gemm_share) {
+  return start_units(at, duration, c, contended ? c.comm_units : 0, gemm_share);
+}
+
+ComputeProgress ComputeProgress::start_units(Time at, Time duration, const CommContention& c, std::uint32_t busy,
+                                             double gemm_share) {
   ComputeProgress p;
   p.since = at;
-  p.rate = c.rate(contended, gemm_share);
+  p.rate = c.rate_units(busy, gemm_share);
   if (__builtin_mul_overflow(duration.ps(), c.rate(false), &p.work)) {
     throw TimeRangeError(duration.to_seconds() * static_cast<double>(c.rate(false)));
   }
@@ -216,6 +223,7 @@ ExecResult Executor::run(sim::Simulator& sim) {
   q_head_ = q_begin_;
   if (contended_) {
     comm_in_flight_.assign(g_.ranks().size(), 0);
+    p2p_in_flight_.assign(g_.ranks().size(), 0);
     running_.resize(g_.ranks().size());
     for (auto& r : running_) r.clear();
   }
@@ -271,6 +279,7 @@ void Executor::launch(NodeId n) {
     const NodeId r = partner_[n];
     out_->start[r] = now;
     emit(node_started, r, now);
+    if (contended_) p2p_changed(node, true);
     if (runner_ != nullptr) {
       std::function<void(Time)> done = [this, n, r](Time) {
         finish(n);
@@ -288,13 +297,13 @@ void Executor::launch(NodeId n) {
     if (node.kind == NodeKind::collective && node.takes_units) {
       for (const int m : g_.simulated_members(node.group)) {
         const int ri = g_.rank_index(m);
-        if (ri >= 0 && comm_in_flight_[static_cast<std::size_t>(ri)]++ == 0) comm_changed(static_cast<std::size_t>(ri), true);
+        if (ri >= 0 && comm_in_flight_[static_cast<std::size_t>(ri)]++ == 0) comm_changed(static_cast<std::size_t>(ri));
       }
     } else if (node.kind == NodeKind::compute && g_.rank_index(node.rank) >= 0) {
       const auto k = static_cast<std::size_t>(g_.rank_index(node.rank));
       Running x;
       x.n = n;
-      x.p = ComputeProgress::start(now, dur_[n], rank_contention_[k], comm_in_flight_[k] > 0, node.gemm_share);
+      x.p = ComputeProgress::start_units(now, dur_[n], rank_contention_[k], busy_units(k), node.gemm_share);
       x.ev = sim_->schedule_at(x.p.end(), [this, n] { finish(n); });
       running_[k].push_back(x);
       return;
@@ -315,10 +324,11 @@ void Executor::finish(NodeId n) {
   emit(node_ended, n, now);
   if (contended_) {
     const auto& node = g_.node(n);
+    if (node.kind == NodeKind::send) p2p_changed(node, false);
     if (node.kind == NodeKind::collective && node.takes_units) {
       for (const int m : g_.simulated_members(node.group)) {
         const int ri = g_.rank_index(m);
-        if (ri >= 0 && --comm_in_flight_[static_cast<std::size_t>(ri)] == 0) comm_changed(static_cast<std::size_t>(ri), false);
+        if (ri >= 0 && --comm_in_flight_[static_cast<std::size_t>(ri)] == 0) comm_changed(static_cast<std::size_t>(ri));
       }
     } else if (node.kind == NodeKind::compute && g_.rank_index(node.rank) >= 0) {
       auto& list = running_[static_cast<std::size_t>(g_.rank_index(node.rank))];
@@ -342,13 +352,30 @@ void Executor::finish(NodeId n) {
   }
 }
 
-void Executor::comm_changed(std::size_t ri, bool contended) {
+void Executor::p2p_changed(const TaskNode& send, bool started) {
+  // A transfer holds its NCCL CTAs on both ends (the send's rank and its peer).
+  for (const int rank : {send.rank, send.peer}) {
+    const int ri = g_.rank_index(rank);
+    if (ri < 0) continue;
+    const auto k = static_cast<std::size_t>(ri);
+    if (rank_contention_[k].p2p_units == 0) continue;
+    p2p_in_flight_[k] = started ? p2p_in_flight_[k] + 1 : p2p_in_flight_[k] - 1;
+    comm_changed(k);
+  }
+}
+
+std::uint32_t Executor::busy_units(std::size_t ri) const {
+  const auto& c = rank_contention_[ri];
+  return (comm_in_flight_[ri] > 0 ? c.comm_units : 0U) + p2p_in_flight_[ri] * c.p2p_units;
+}
+
+void Executor::comm_changed(std::size_t ri) {
   // The compute in progress on this rank changes rate: bank the work done at the old rate and
   // move its end where the new rate puts it.
   const Time now = sim_->now();
   for (auto& x : running_[ri]) {
     const Time before = x.p.end();
-    x.p.change(now, rank_contention_[ri].rate(contended, g_.node(x.n).gemm_share));
+    x.p.change(now, rank_contention_[ri].rate_units(busy_units(ri), g_.node(x.n).gemm_share));
     const Time after = x.p.end();
     if (after == before) continue;
     sim_->cancel(x.ev);

@@ -18,6 +18,7 @@
 // with the stream, at the node's start and end. A collective is emitted once per member rank
 // of the graph.
 //
+// Point-to-point transfers (send/recv) hold p2p_units on both of their ranks while they run.
 // Communication takes compute units (issue 15; set_comm_contention): NCCL runs one CTA per
 // channel, each on an SM of its own, for the whole collective (NCCL docs, environment
 // variables NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS / NCCL_MAX_CTAS), so a kernel that overlaps
@@ -76,10 +77,13 @@ struct CommContention {
   /// Heterogeneous ranks (issue 16): {units, comm_units, persistent (0/1)} of each topology
   /// rank's own device, indexed by rank; ranks past the end (all, when empty) take the fields
   /// of this struct.
-  std::vector<std::array<std::uint32_t, 3>> per_rank;
+  std::vector<std::array<std::uint32_t, 4>> per_rank;
   /// The device's GEMMs are persistent kernels (compute::Device::persistent_gemm): their share
   /// of a compute node runs in ceil(units / (units - comm_units)) waves while contended.
   bool persistent = false;
+  /// Units one point-to-point transfer (NCCL send/recv) occupies on each of its two ranks
+  /// (compute::Device::p2p_comm_units); per_rank's fourth entry.
+  std::uint32_t p2p_units = 0;
   /// Work is counted in 1/kScale unit-picoseconds, so that a node's contended rate, which its
   /// GEMM share sets, is an integer (exact for share 0, rounded once otherwise).
   static constexpr std::int64_t kScale = 16;
@@ -94,7 +98,13 @@ struct CommContention {
   /// (units / (units - comm_units) otherwise). `gemm_share`: the fraction of the node's time in
   /// GEMM kernels (TaskNode::gemm_share). Share 0 or no persistent GEMMs: kScale x (units -
   /// comm_units), exactly.
-  [[nodiscard]] std::int64_t rate(bool contended, double gemm_share = 0) const;
+  [[nodiscard]] std::int64_t rate(bool contended, double gemm_share = 0) const {
+    return rate_units(contended ? comm_units : 0, gemm_share);
+  }
+  /// The same rule with `busy` units held by communication (capped at units - 1): what a rank
+  /// with a collective (comm_units) and point-to-point transfers (p2p_units each) in flight
+  /// leaves its compute.
+  [[nodiscard]] std::int64_t rate_units(std::uint32_t busy, double gemm_share = 0) const;
 };
 
 /// Progress of one compute node under contention (the rule of the header comment).
@@ -105,6 +115,9 @@ struct ComputeProgress {
   /// A node of `duration` starting at `at`. Throws TimeRangeError when duration x units
   /// overflows int64 (a compute node of more than about 800 days on 132 units).
   static ComputeProgress start(Time at, Time duration, const CommContention& c, bool contended, double gemm_share = 0);
+  /// The same with `busy` communication units in flight (CommContention::rate_units).
+  static ComputeProgress start_units(Time at, Time duration, const CommContention& c, std::uint32_t busy,
+                                     double gemm_share = 0);
   /// Banks the work done from `since` to `now` (never below 0) and continues at `new_rate`.
   void change(Time now, std::int64_t new_rate);
   /// The first picosecond by which the work is done at the current rate: since + ceil(work / rate).
@@ -162,7 +175,12 @@ class Executor {
   void launch(NodeId n);
   void finish(NodeId n);
   void emit(const Signal<NodeId, int, std::uint32_t, Time>& s, NodeId n, Time t) const;
-  void comm_changed(std::size_t rank_index, bool contended);
+  void comm_changed(std::size_t rank_index);
+  /// A point-to-point transfer started (or ended): its two ranks hold p2p_units more (less).
+  void p2p_changed(const TaskNode& send, bool started);
+  /// Units held by communication on a rank index: comm_units while a collective is in flight,
+  /// plus p2p_units per point-to-point transfer in flight.
+  [[nodiscard]] std::uint32_t busy_units(std::size_t rank_index) const;
 
   struct Running {  ///< a compute node in progress under contention
     NodeId n = 0;
@@ -176,6 +194,7 @@ class Executor {
   std::vector<CommContention> rank_contention_;  ///< per rank index (of_rank)
   bool contended_ = false;                       ///< contention_.active()
   std::vector<std::uint32_t> comm_in_flight_;  ///< collectives in flight per rank index
+  std::vector<std::uint32_t> p2p_in_flight_;   ///< point-to-point transfers in flight per rank index
   std::vector<std::vector<Running>> running_;  ///< compute in progress per rank index
   sim::Simulator* sim_ = nullptr;
   ExecResult* out_ = nullptr;

@@ -232,10 +232,10 @@ void run_instance(const ProgramInstance& inst, const StepConfig& c, CommModel& c
 
 CommContention step_contention(const compute::Device& dev, const StepConfig& c) {
   if (c.measured_compute || c.strategy == Strategy::trace) return {};
-  CommContention out{dev.compute_units, dev.comm_units, {}, dev.persistent_gemm};
+  CommContention out{dev.compute_units, dev.comm_units, {}, dev.persistent_gemm, dev.p2p_comm_units};
   for (const auto* d : c.rank_devices) {  // heterogeneous ranks: each its own device's units
     const auto& x = d != nullptr ? *d : dev;
-    out.per_rank.push_back({x.compute_units, x.comm_units, x.persistent_gemm ? 1U : 0U});
+    out.per_rank.push_back({x.compute_units, x.comm_units, x.persistent_gemm ? 1U : 0U, x.p2p_comm_units});
   }
   return out;
 }

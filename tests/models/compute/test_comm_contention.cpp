@@ -300,7 +300,7 @@ TEST_CASE("persistent GEMMs: the GEMM share of a node runs in ceil(units / (unit
   CHECK(step::contended_end(ps(0), ps(kS), busy, h, 0.0) == ps(132 * kS / 100));
   CHECK(step::contended_end(ps(0), ps(kS), busy, h, 0.5).to_seconds() == doctest::Approx(1.66).epsilon(1e-3));
   // Per-rank devices: the flag travels with the rank's own device.
-  step::CommContention mixed{132, 32, {{132, 32, 1}, {108, 24, 0}}, false};
+  step::CommContention mixed{132, 32, {{132, 32, 1, 2}, {108, 24, 0, 2}}, false};
   CHECK(mixed.of_rank(0).persistent);
   CHECK_FALSE(mixed.of_rank(1).persistent);
   CHECK_FALSE(mixed.of_rank(5).persistent);  // past the list: the struct's own fields
@@ -348,4 +348,39 @@ TEST_CASE("executor and one-pass timer: a GEMM node beside a collective on a per
   CHECK(g.node(e0).gemm_share == 1.0F);
   g.set_gemm_share(e0, -1.0);
   CHECK(g.node(e0).gemm_share == 0.0F);
+}
+
+TEST_CASE("executor: a point-to-point transfer holds p2p_units on both of its ranks") {
+  // NCCL's send/recv run one CTA per channel, 2 channels per network peer (p2p_units 2): on a
+  // persistent-GEMM device a GEMM beside the transfer runs in two waves (ceil(132 / 130)), other
+  // kernels at 130/132 of their rate, on the sender and on the receiver; without contention
+  // nothing changes.
+  const step::CommContention h{132, 32, {}, true, 2};
+  CHECK(h.rate_units(2, 1.0) == step::CommContention::kScale * 66);
+  CHECK(h.rate_units(2, 0.0) == step::CommContention::kScale * 130);
+  CHECK(h.rate_units(34, 0.0) == step::CommContention::kScale * 98);  // a collective and a transfer
+  CHECK(h.rate_units(500, 0.0) == step::CommContention::kScale * 1);   // capped: one unit left
+  step::TaskGraph g({0, 1}, 2);
+  const NodeId s = g.add_send(0, 1, 1, 1024, 7, 3.0, {}, "send");
+  const NodeId r = g.add_recv(1, 1, 0, 1024, 7, {}, "recv");
+  const NodeId g0 = g.add_compute(0, 0, NodePhase::forward, 1.0, {}, "gemm");
+  g.set_gemm_share(g0, 1.0);
+  const NodeId e1 = g.add_compute(1, 0, NodePhase::forward, 1.0, {}, "eltwise");
+  g.validate(2);
+  step::Executor ex(g);
+  ex.set_comm_contention(h);
+  const auto res = ex.run();
+  CHECK(res.end[s] == ps(3 * kS));
+  CHECK(res.end[r] == ps(3 * kS));
+  CHECK(res.end[g0] == ps(2 * kS));
+  CHECK(res.end[e1] == ps((132 * kS + 129) / 130));
+  step::CommContention no_p2p = h;
+  no_p2p.p2p_units = 0;
+  step::Executor plain(g);
+  plain.set_comm_contention(no_p2p);
+  const auto q = plain.run();
+  CHECK(q.end[g0] == ps(kS));
+  CHECK(q.end[e1] == ps(kS));
+  CHECK(compute::find_device("h100", "t").p2p_comm_units == 2);
+  CHECK(compute::find_device("a100-80gb", "t").p2p_comm_units == 2);
 }

@@ -137,7 +137,7 @@ TEST_CASE("device JSON: each validation rule, with its exact message") {
   CHECK(with("gem_eff", 0.5) ==
         "dev.json: /gem_eff: unknown key 'gem_eff'; expected one of name, base, description, source, compute_source, "
         "comm_units_source, peak_flops, hbm_bytes, hbm_Bps, launch_s, flops_eff, mem_eff, gemm_eff, attn_fwd_eff, "
-        "attn_bwd_eff, compute_units, gemm_tiles, gemm_tile_k, comm_units, unfused_mem_eff_fwd, unfused_mem_eff_bwd, persistent_gemm");
+        "attn_bwd_eff, compute_units, gemm_tiles, gemm_tile_k, comm_units, unfused_mem_eff_fwd, unfused_mem_eff_bwd, persistent_gemm, p2p_comm_units");
   json nameless = kFull;
   nameless.erase("name");
   CHECK(error_of(nameless) == "dev.json: /name: missing; expected the device's name (a string)");
@@ -169,4 +169,5 @@ TEST_CASE("device JSON: each validation rule, with its exact message") {
   CHECK(with("hbm_Bps", "fast").find("dev.json: /hbm_Bps") == 0);
   CHECK(with("hbm_bytes", 0) == "dev.json: /hbm_bytes: 0; expected a capacity > 0 bytes");
   CHECK(with("persistent_gemm", "yes") == "dev.json: /persistent_gemm: a string; expected true or false");
+  CHECK(with("p2p_comm_units", 4) == "dev.json: /p2p_comm_units: 4 of 4 compute units; expected fewer units than compute_units");
 }

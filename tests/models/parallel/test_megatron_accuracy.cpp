@@ -244,7 +244,7 @@ TEST_CASE("NeMo on H100 (dgxc-benchmarking BF16): step time with and without tp 
              100 * median_abs(nemo_off), 100 * median_abs(nemo_on), 100 * median_abs(pooled_off), 100 * median_abs(pooled_on));
   // What is reached (docs/validation.md): NeMo's recipes run with tp overlap, the pooled median
   // with it is the figure that counts; issue 13's 10 % is not met by it.
-  CHECK(median_abs(nemo_on) <= 0.20);
-  CHECK(median_abs(pooled_on) <= 0.12);
-  CHECK(median_abs(pooled_off) <= 0.10);
+  CHECK(median_abs(nemo_on) <= 0.15);
+  CHECK(median_abs(pooled_on) <= 0.115);
+  CHECK(median_abs(pooled_off) <= 0.08);
 }

@@ -55,11 +55,13 @@ FunctionComm zero_comm() {
   return FunctionComm([](coll::OpKind, std::uint64_t, const std::vector<int>&) { return 0.0; });
 }
 
-// A preset whose collectives take no SMs (comm_units 0): the tests of a schedule's closed form
-// (what is exposed) keep compute durations fixed; contention has its own test.
+// A preset whose collectives and transfers take no SMs (comm_units, p2p_comm_units 0): the tests
+// of a schedule's closed form (what is exposed) keep compute durations fixed; contention has its
+// own test.
 compute::Device no_contention(const char* preset) {
   compute::Device d = compute::find_device(preset, "test");
   d.comm_units = 0;
+  d.p2p_comm_units = 0;
   return d;
 }
 
@@ -483,7 +485,7 @@ TEST_CASE("pipeline p2p as Megatron runs it: blocking sends add 2(m-1)T to a 2-s
   // apart, the step is (m + 1)(f + b) + 2T. Blocking sends (Megatron's _communicate waits for
   // them): stage 0 forwards every f + T, stage 1 backwards every b + T: (m + 1)(f + b) + 2 m T.
   const auto m = toy(16);
-  const auto& dev = compute::find_device("h100", "test");
+  const auto dev = no_contention("h100");  // the schedule's closed form: compute not slowed by NCCL
   const std::uint64_t mb = 4;
   auto c = config(m, MeshSizes{1, 1, 2, 1, 1}, mb);
   c.schedule = PipelineSchedule{ScheduleKind::gpipe, 1};

@@ -352,6 +352,7 @@ TEST_CASE("topology device kinds: 8 H100 + 8 A100, the A100 ranks set the synchr
   // the unit-1 all-reduce, a few microseconds that contention would stretch).
   auto base = h100;
   base.comm_units = 0;
+  base.p2p_comm_units = 0;
   const auto uniform = step::simulate_step(w, base, c, comm);
   CHECK(uniform.forward_s == doctest::Approx(2 * op_s(h100)).epsilon(1e-9).scale(0));
   c.compute_scale = factors;
