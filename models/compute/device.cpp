@@ -50,10 +50,6 @@ double Device::comm_slowdown() const {
   return static_cast<double>(compute_units) / static_cast<double>(compute_units - comm_units);
 }
 
-double Device::comm_slowdown_gemm() const {
-  if (!persistent_gemm || comm_units == 0 || comm_units >= compute_units) return comm_slowdown();
-  return std::ceil(comm_slowdown());
-}
 
 namespace {
 

@@ -60,7 +60,8 @@ struct Device {
   /// kernel", their 132 CTAs on an H100; PyTorch's sm_carveout, PR #144974, "wave quantization
   /// can double the latency of the matmul kernels"; TransformerEngine's NVTE_EXT_MARGIN_SM "when
   /// DP is overlapped with GEMMs"). While a collective holds comm_units SMs, such a GEMM's
-  /// CTAs run in ceil(units / (units - comm_units)) waves instead of one (comm_slowdown_gemm).
+  /// CTAs run in ceil(units / (units - comm_units)) waves instead of one (the executor's rule:
+  /// models/step/executor.hpp, CommContention::rate_units).
   bool persistent_gemm = false;
   /// Compute units one point-to-point transfer (NCCL send/recv: pipeline stages) occupies on
   /// each end: one CTA per channel, 2 channels per network peer (NCCL src/graph/paths.cc,
@@ -71,9 +72,6 @@ struct Device {
   /// the tile waves of a GEMM spread over fewer SMs (gemm.hpp's wave model); 1 when
   /// comm_units is 0 or not below compute_units.
   [[nodiscard]] double comm_slowdown() const;
-  /// Slowdown of a GEMM kernel that runs while a collective does: the waves of a persistent
-  /// kernel, ceil(units / (units - comm_units)), with persistent_gemm; comm_slowdown() without.
-  [[nodiscard]] double comm_slowdown_gemm() const;
 
   /// Peak for `m`; falls back to bf16 then fp32 when the chip has no such unit. Throws
   /// std::out_of_range if neither exists (never for presets).

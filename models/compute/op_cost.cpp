@@ -2,7 +2,7 @@
 
 namespace shardsim::compute {
 
-double op_gemm_time_s(const Device& dev, const OpShape& op, MathType m, bool backward) {
+OpTime op_time_parts(const Device& dev, const OpShape& op, MathType m, bool backward) {
   double t = 0;
   for (const auto& g : op.gemms) {
     if (!backward) {
@@ -12,17 +12,17 @@ double op_gemm_time_s(const Device& dev, const OpShape& op, MathType m, bool bac
       t += gemm_time_s(dev, {g.k, g.n, g.m, g.batch}, m);  // dW = X^T dY
     }
   }
-  return t;
-}
-
-double op_time_s(const Device& dev, const OpShape& op, MathType m, bool backward) {
-  double t = op_gemm_time_s(dev, op, m, backward);
+  const double gemm = t;
   if (op.attention) t += attention_time_s(dev, *op.attention, m, backward);
   const double bytes = backward ? op.ew_bytes_bwd : op.ew_bytes_fwd;
   const double kernels = backward ? op.ew_kernels_bwd : op.ew_kernels_fwd;
   if (bytes > 0) t += bytes / (dev.hbm_Bps * dev.mem_eff);
   t += kernels * dev.launch_s;
-  return t;
+  return {t, gemm};
+}
+
+double op_time_s(const Device& dev, const OpShape& op, MathType m, bool backward) {
+  return op_time_parts(dev, op, m, backward).total_s;
 }
 
 }  // namespace shardsim::compute

@@ -32,10 +32,14 @@ struct OpShape {
   std::uint32_t ew_kernels_fwd = 0, ew_kernels_bwd = 0;
 };
 
-/// Time of `op` forward (backward = false) or backward on `d` in math type `m`.
+/// Time of `op` forward (backward = false) or backward on `d` in math type `m`, and the part of
+/// it spent in the op's GEMMs (backward: the input- and weight-gradient GEMMs of each, launch
+/// overhead included), which Hopper's persistent GEMMs make slower beside communication.
+struct OpTime {
+  double total_s = 0, gemm_s = 0;
+};
+OpTime op_time_parts(const Device& d, const OpShape& op, MathType m, bool backward);
+/// op_time_parts(...).total_s.
 double op_time_s(const Device& d, const OpShape& op, MathType m, bool backward);
-/// The part of op_time_s spent in the op's GEMMs (backward: the input- and weight-gradient
-/// GEMMs of each), launch overhead included.
-double op_gemm_time_s(const Device& d, const OpShape& op, MathType m, bool backward);
 
 }  // namespace shardsim::compute

@@ -70,12 +70,23 @@ compute::OpShape without_gemms(compute::OpShape o) {
   return o;
 }
 
+// Forward and backward time of an op, and of those the GEMM kernels' part.
 struct Times {
-  double fwd = 0, bwd = 0;
+  double fwd = 0, bwd = 0, gemm_fwd = 0, gemm_bwd = 0;
+  Times& operator+=(const Times& x) {
+    fwd += x.fwd;
+    bwd += x.bwd;
+    gemm_fwd += x.gemm_fwd;
+    gemm_bwd += x.gemm_bwd;
+    return *this;
+  }
 };
 Times op_times(const compute::Device& dev, const compute::OpShape& o, compute::MathType mt) {
-  return {compute::op_time_s(dev, o, mt, false), compute::op_time_s(dev, o, mt, true)};
+  const auto f = compute::op_time_parts(dev, o, mt, false), b = compute::op_time_parts(dev, o, mt, true);
+  return {f.total_s, b.total_s, f.gemm_s, b.gemm_s};
 }
+// GEMMs alone: all of their time is GEMM time.
+Times gemm_times(double fwd, double bwd) { return {fwd, bwd, fwd, bwd}; }
 
 }  // namespace
 
@@ -100,9 +111,8 @@ LayerCompute layer_compute(const ModelSpec& m, const compute::Device& dev, const
   c.out_fwd_s = gemms_fwd(dev, ops[kOut].shape, mt);
   c.qkv_wgrad_s = gemms_wgrad(dev, ops[kQkv].shape, mt);
   c.out_dgrad_s = gemms_dgrad(dev, ops[kOut].shape, mt);
-  c.attention_gemm_fwd_s = c.qkv_fwd_s + c.out_fwd_s;
-  c.attention_gemm_bwd_s = compute::op_gemm_time_s(dev, ops[kQkv].shape, mt, true) +
-                           compute::op_gemm_time_s(dev, ops[kOut].shape, mt, true);
+  c.attention_gemm_fwd_s = t[kQkv].gemm_fwd + t[kOut].gemm_fwd;
+  c.attention_gemm_bwd_s = t[kQkv].gemm_bwd + t[kOut].gemm_bwd;
   c.core_fwd_s = t[kCore].fwd;
   c.core_bwd_s = t[kCore].bwd;
   c.attention_fwd_s = t[kNorm1].fwd + t[kQkv].fwd + t[kCore].fwd + t[kOut].fwd;
@@ -118,9 +128,8 @@ LayerCompute layer_compute(const ModelSpec& m, const compute::Device& dev, const
     c.down_dgrad_s = gemms_dgrad(dev, ops[kDown].shape, mt);
     c.mlp_fwd_s = t[kNorm2].fwd + t[kUp].fwd + t[kAct].fwd + t[kDown].fwd;
     c.mlp_bwd_s = t[kNorm2].bwd + t[kUp].bwd + t[kAct].bwd + t[kDown].bwd;
-    c.mlp_gemm_fwd_s = c.up_fwd_s + c.down_fwd_s;
-    c.mlp_gemm_bwd_s = compute::op_gemm_time_s(dev, ops[kUp].shape, mt, true) +
-                       compute::op_gemm_time_s(dev, ops[kDown].shape, mt, true);
+    c.mlp_gemm_fwd_s = t[kUp].gemm_fwd + t[kDown].gemm_fwd;
+    c.mlp_gemm_bwd_s = t[kUp].gemm_bwd + t[kDown].gemm_bwd;
     c.forward_flops += gemm_flops(ops[kUp].shape) + gemm_flops(ops[kDown].shape);
   } else {
     // Routed experts: the busiest rank's tokens x top_k through its experts (one grouped GEMM
@@ -129,29 +138,16 @@ LayerCompute layer_compute(const ModelSpec& m, const compute::Device& dev, const
     const auto routed = static_cast<std::uint64_t>(
         std::max(1.0, std::round(d(l.micro_batch * sq) * d(m.top_k) * l.moe_imbalance)));
     const auto ex = compute::layer_ops(kernel_shape(m, l, routed, 1, f));
-    Times mlp{t[kNorm2].fwd, t[kNorm2].bwd};
-    auto add = [&](const Times& x) {
-      mlp.fwd += x.fwd;
-      mlp.bwd += x.bwd;
-    };
-    // GEMM parts: the experts' up and down, the router, a shared expert's (below).
-    auto add_gemms = [&](const compute::OpShape& o) {
-      c.mlp_gemm_fwd_s += compute::op_gemm_time_s(dev, o, mt, false);
-      c.mlp_gemm_bwd_s += compute::op_gemm_time_s(dev, o, mt, true);
-    };
-    add_gemms(ex[kUp].shape);
-    add_gemms(ex[kDown].shape);
-    add(op_times(dev, ex[kUp].shape, mt));
-    add(op_times(dev, ex[kAct].shape, mt));
-    add({gemms_fwd(dev, ex[kDown].shape, mt), gemms_dgrad(dev, ex[kDown].shape, mt) + gemms_wgrad(dev, ex[kDown].shape, mt)});
-    add(op_times(dev, without_gemms(ops[kDown].shape), mt));
+    Times mlp = t[kNorm2];
+    mlp += op_times(dev, ex[kUp].shape, mt);
+    mlp += op_times(dev, ex[kAct].shape, mt);
+    mlp += gemm_times(gemms_fwd(dev, ex[kDown].shape, mt),
+                      gemms_dgrad(dev, ex[kDown].shape, mt) + gemms_wgrad(dev, ex[kDown].shape, mt));
+    mlp += op_times(dev, without_gemms(ops[kDown].shape), mt);
     const compute::GemmShape router{l.micro_batch * sq, m.experts, m.hidden, 1};
-    add({compute::gemm_time_s(dev, router, mt), compute::gemm_time_s(dev, {router.m, router.k, router.n, 1}, mt) +
-                                                    compute::gemm_time_s(dev, {router.k, router.n, router.m, 1}, mt)});
+    mlp += gemm_times(compute::gemm_time_s(dev, router, mt), compute::gemm_time_s(dev, {router.m, router.k, router.n, 1}, mt) +
+                                                                 compute::gemm_time_s(dev, {router.k, router.n, router.m, 1}, mt));
     c.forward_flops += gemm_flops(ex[kUp].shape) + gemm_flops(ex[kDown].shape) + 2 * d(router.m) * d(router.n) * d(router.k);
-    c.mlp_gemm_fwd_s += compute::gemm_time_s(dev, router, mt);
-    c.mlp_gemm_bwd_s += compute::gemm_time_s(dev, {router.m, router.k, router.n, 1}, mt) +
-                        compute::gemm_time_s(dev, {router.k, router.n, router.m, 1}, mt);
     c.up_fwd_s = gemms_fwd(dev, ex[kUp].shape, mt);
     c.down_fwd_s = gemms_fwd(dev, ex[kDown].shape, mt);
     c.up_wgrad_s = gemms_wgrad(dev, ex[kUp].shape, mt);
@@ -162,15 +158,16 @@ LayerCompute layer_compute(const ModelSpec& m, const compute::Device& dev, const
                           "a tp that divides the shared expert width");
       }
       const auto sh = compute::layer_ops(kernel_shape(m, l, sq, l.micro_batch, m.shared_expert_ffn));
-      add(op_times(dev, sh[kUp].shape, mt));
-      add(op_times(dev, sh[kAct].shape, mt));
-      add({gemms_fwd(dev, sh[kDown].shape, mt), gemms_dgrad(dev, sh[kDown].shape, mt) + gemms_wgrad(dev, sh[kDown].shape, mt)});
+      mlp += op_times(dev, sh[kUp].shape, mt);
+      mlp += op_times(dev, sh[kAct].shape, mt);
+      mlp += gemm_times(gemms_fwd(dev, sh[kDown].shape, mt),
+                        gemms_dgrad(dev, sh[kDown].shape, mt) + gemms_wgrad(dev, sh[kDown].shape, mt));
       c.forward_flops += gemm_flops(sh[kUp].shape) + gemm_flops(sh[kDown].shape);
-      add_gemms(sh[kUp].shape);
-      add_gemms(sh[kDown].shape);
     }
     c.mlp_fwd_s = mlp.fwd;
     c.mlp_bwd_s = mlp.bwd;
+    c.mlp_gemm_fwd_s = mlp.gemm_fwd;
+    c.mlp_gemm_bwd_s = mlp.gemm_bwd;
   }
   switch (l.recompute) {
     case Recompute::none: break;

@@ -8,9 +8,14 @@
 #include <map>
 #include <tuple>
 
+#include "models/compute/device.hpp"
 #include "sim/error.hpp"
 
 namespace shardsim::step {
+
+CommContention CommContention::of_device(const compute::Device& d) {
+  return {d.compute_units, d.comm_units, {}, d.persistent_gemm, d.p2p_comm_units};
+}
 
 bool CommContention::active() const {
   auto on = [](std::uint32_t u, std::uint32_t c) { return c > 0 && c < u; };

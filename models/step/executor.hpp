@@ -48,6 +48,10 @@
 #include "sim/signal.hpp"
 #include "sim/simulator.hpp"
 
+namespace shardsim::compute {
+struct Device;
+}
+
 namespace shardsim::step {
 
 /// Runs the collective nodes of a graph (flow fidelity). start() is called at sim.now() and
@@ -87,6 +91,8 @@ struct CommContention {
   /// Work is counted in 1/kScale unit-picoseconds, so that a node's contended rate, which its
   /// GEMM share sets, is an integer (exact for share 0, rounded once otherwise).
   static constexpr std::int64_t kScale = 16;
+  /// A device's: compute_units, comm_units, persistent_gemm, p2p_comm_units (no per_rank).
+  static CommContention of_device(const compute::Device& d);
   /// True when there is a slowdown to model on some rank: 0 < comm_units < units.
   [[nodiscard]] bool active() const;
   /// The uniform contention of topology rank `rank` (per_rank empty). A rank without a

@@ -4,7 +4,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <optional>
 
 #include "models/parallel/layer_compute.hpp"
@@ -58,14 +57,14 @@ class StageProgram {
   }
 
   // A compute op after what the compute stream waits for.
-  // `gemm_s`: the part of `dur` in GEMM kernels (TaskNode::gemm_share).
+  // `gemm_s`: the part of `dur` in GEMM kernels (TaskNode::gemm_share; the graph clamps it).
   std::uint32_t compute(NodePhase phase, double dur, std::vector<std::uint32_t> extra, std::string name,
                         double gemm_s = 0) {
     Op o;
     o.phase = phase;
     o.cat = phase == NodePhase::forward ? Cat::forward : phase == NodePhase::backward ? Cat::backward : Cat::update;
     o.duration_s = dur;
-    o.gemm_share = dur > 0 ? std::clamp(gemm_s / dur, 0.0, 1.0) : 0.0;
+    o.gemm_share = dur > 0 ? gemm_s / dur : 0.0;
     o.name = std::move(name);
     extra.insert(extra.end(), pending_.begin(), pending_.end());
     pending_.clear();
@@ -119,10 +118,9 @@ class StageProgram {
     // the tp group, S = the whole activation, before the compute that needs it.
     if (!send && s_.c->p2p_scatter_gather && !s_.c->sequence_parallel && s_.c->mesh.tp > 1) {
       blocking(Role::tp, Cat::pp, coll::OpKind::allgather, s_.tp_bytes,
-               names_ ? fmt::format("pp gather {}", pending_name(dir)) : "");
+               names_ ? fmt::format("pp gather {}", dir > 0 ? "gradients" : "activations") : "");
     }
   }
-  static const char* pending_name(int dir) { return dir > 0 ? "gradients" : "activations"; }
 
   // Tensor-parallel collective around a tensor-parallel region (parallel_graphs.hpp):
   // `entry` true before the region (sequence parallel: all-gather), false after it (all-reduce,
@@ -148,6 +146,10 @@ class StageProgram {
   // e.g. userbuffers_bf16_h100_h12288_tp4_mbs1_seqlen2048: RingExchangeOverlapCfg for the
   // fprop all-gathers, BulkOverlapCfg(num_sm=2..4) for the backward's).
   void userbuffers(std::uint32_t comm) { ops[comm].takes_units = false; }
+  // A compute node that is GEMM kernels alone.
+  void gemm(NodePhase phase, double dur, std::vector<std::uint32_t> extra, std::string name) {
+    compute(phase, dur, std::move(extra), std::move(name), dur);
+  }
 
   // Tensor-parallel communication overlapped with a GEMM (parallel_graphs.hpp: TE userbuffers).
   // All-gather pipelined into the GEMM that consumes it: the all-gather and (t-1)/t of the
@@ -157,18 +159,18 @@ class StageProgram {
     const auto comm = side(Role::tp, Cat::tp, kModel, coll::OpKind::allgather, s_.tp_bytes, after_last(),
                            names_ ? fmt::format("tp all-gather {} (overlapped)", what) : "");
     userbuffers(comm);
-    compute(phase, gemm_s * (tp() - 1) / tp(), std::move(extra), label, gemm_s * (tp() - 1) / tp());
+    gemm(phase, gemm_s * (tp() - 1) / tp(), std::move(extra), label);
     pending_.push_back(comm);
-    compute(phase, gemm_s / tp(), {}, std::move(label), gemm_s / tp());
+    gemm(phase, gemm_s / tp(), {}, std::move(label));
   }
   // A GEMM pipelined into the reduce-scatter of its output: the first chunk, then the
   // collective beside the other t - 1 chunks: G / t + max(C, (t-1) G / t).
   void gemm_into_scatter(NodePhase phase, double gemm_s, const char* what, std::string label) {
-    compute(phase, gemm_s / tp(), {}, label, gemm_s / tp());
+    gemm(phase, gemm_s / tp(), {}, label);
     const auto comm = side(Role::tp, Cat::tp, kModel, coll::OpKind::reducescatter, s_.tp_bytes, after_last(),
                            names_ ? fmt::format("tp reduce-scatter {} (overlapped)", what) : "");
     userbuffers(comm);
-    compute(phase, gemm_s * (tp() - 1) / tp(), {}, std::move(label), gemm_s * (tp() - 1) / tp());
+    gemm(phase, gemm_s * (tp() - 1) / tp(), {}, std::move(label));
     pending_.push_back(comm);
   }
   // Backward: the input gradient reduced (reduce-scatter, or all-reduce without sequence
@@ -178,7 +180,7 @@ class StageProgram {
     const auto comm = side(Role::tp, Cat::tp, kModel, kind, s_.tp_bytes, after_last(),
                            names_ ? fmt::format("tp {} {} (overlapped)", coll::to_string(kind), what) : "");
     userbuffers(comm);
-    compute(NodePhase::backward, wgrad_s, {}, std::move(label), wgrad_s);
+    gemm(NodePhase::backward, wgrad_s, {}, std::move(label));
     pending_.push_back(comm);
   }
 
@@ -232,7 +234,7 @@ class StageProgram {
       const double out = ov ? 0.0 : lc.out_fwd_s;
       compute(phase, attn - lc.core_fwd_s - out, extra, label("attention", c, k, l), attn_gemm - out);
       ring(phase, lc.core_fwd_s, s_.cp_bytes, "cp all-gather K,V", label("attention ring blocks", c, k, l));
-      if (out > 0) compute(phase, out, {}, label("attention out", c, k, l), out);
+      if (out > 0) gemm(phase, out, {}, label("attention out", c, k, l));
     } else {
       compute(phase, attn, extra, label("attention", c, k, l), attn_gemm);
     }
@@ -331,7 +333,7 @@ class StageProgram {
         // The output projection's input gradient, then the core's cp blocks beside the ring
         // exchange of K,V with the dK,dV partials (2 x the forward's bytes), then QKV backward.
         const double out = ov_sp ? 0.0 : lc.out_dgrad_s;
-        if (out > 0) compute(NodePhase::backward, out, {}, label("attention out dgrad", c, k, j), out);
+        if (out > 0) gemm(NodePhase::backward, out, {}, label("attention out dgrad", c, k, j));
         ring(NodePhase::backward, lc.core_bwd_s, 2 * s_.cp_bytes, "cp all-gather K,V + dK,dV",
              label("attention ring blocks backward", c, k, j));
         compute(NodePhase::backward, attn - lc.core_bwd_s - out, {}, label("attention backward", c, k, j), attn_gemm - out);

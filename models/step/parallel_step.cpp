@@ -355,7 +355,7 @@ ParallelStepResult simulate_parallel_step(const ParallelStepConfig& c, const com
   Executor ex(g, runner.get());
   // The SMs NCCL's channels take from the compute beside a collective, and Hopper's persistent
   // GEMMs in two waves (executor.hpp; as the data-parallel step: step_contention).
-  ex.set_comm_contention(CommContention{dev.compute_units, dev.comm_units, {}, dev.persistent_gemm, dev.p2p_comm_units});
+  ex.set_comm_contention(CommContention::of_device(dev));
   if (!cs.empty()) {
     std::vector<double> scale;
     scale.reserve(sorted.size());

@@ -58,9 +58,7 @@ std::uint32_t RankProgram::compute(NodePhase phase, double duration_s, const std
   return push(std::move(o), deps);
 }
 
-void RankProgram::set_gemm_share(std::uint32_t i, double share) {
-  ops_.at(i).gemm_share = share > 0 ? static_cast<float>(std::min(share, 1.0)) : 0.0F;
-}
+void RankProgram::set_gemm_share(std::uint32_t i, double share) { ops_.at(i).gemm_share = static_cast<float>(share); }
 
 std::uint32_t RankProgram::collective(std::uint32_t role, std::uint32_t stream, coll::OpKind op,
                                       std::uint64_t size_bytes, const std::vector<std::uint32_t>& deps,
@@ -232,10 +230,10 @@ void run_instance(const ProgramInstance& inst, const StepConfig& c, CommModel& c
 
 CommContention step_contention(const compute::Device& dev, const StepConfig& c) {
   if (c.measured_compute || c.strategy == Strategy::trace) return {};
-  CommContention out{dev.compute_units, dev.comm_units, {}, dev.persistent_gemm, dev.p2p_comm_units};
+  CommContention out = CommContention::of_device(dev);
   for (const auto* d : c.rank_devices) {  // heterogeneous ranks: each its own device's units
-    const auto& x = d != nullptr ? *d : dev;
-    out.per_rank.push_back({x.compute_units, x.comm_units, x.persistent_gemm ? 1U : 0U, x.p2p_comm_units});
+    const auto x = CommContention::of_device(d != nullptr ? *d : dev);
+    out.per_rank.push_back({x.units, x.comm_units, x.persistent ? 1U : 0U, x.p2p_units});
   }
   return out;
 }

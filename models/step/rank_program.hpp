@@ -67,7 +67,8 @@ class RankProgram {
   /// Collective on the rank's group of `role`, on stream `stream` (>= 1).
   std::uint32_t collective(std::uint32_t role, std::uint32_t stream, coll::OpKind op, std::uint64_t size_bytes,
                            const std::vector<std::uint32_t>& deps, std::string name = {});
-  /// Sets compute op `i`'s share of time in GEMM kernels (TaskNode::gemm_share; clamped to [0, 1]).
+  /// Sets compute op `i`'s share of time in GEMM kernels (TaskNode::gemm_share; instantiation
+  /// clamps it to [0, 1], TaskGraph::set_gemm_share).
   void set_gemm_share(std::uint32_t i, double share);
   [[nodiscard]] const std::vector<ProgramOp>& ops() const { return ops_; }
   [[nodiscard]] const std::vector<GroupRole>& roles() const { return roles_; }

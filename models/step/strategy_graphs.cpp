@@ -106,20 +106,19 @@ class StrategyBuilder {
     fwd_gemm_unit_.assign(units_, 0.0);
     for (std::size_t i = 0; i < n; ++i) {
       const auto& o = w_.ops[i];
-      op_time_[i] = (c_.measured_compute && o.measured_s) ? *o.measured_s
-                    : o.shape ? compute::op_time_s(dev_, *o.shape, math_, o.phase == OpPhase::backward)
-                              : dev_.op_time_s(o.flops, o.bytes, math_);
-      // The GEMM share of the op's time (persistent GEMMs under communication, executor.hpp).
-      const double gemm = (c_.measured_compute && o.measured_s) || !o.shape
-                              ? 0.0
-                              : compute::op_gemm_time_s(dev_, *o.shape, math_, o.phase == OpPhase::backward);
-      if (op_time_[i] > 0) op_share_[i] = gemm / op_time_[i];
+      // With its GEMM share (persistent GEMMs under communication, executor.hpp): a measured
+      // duration or a roofline op has none.
+      const compute::OpTime t = (c_.measured_compute && o.measured_s) ? compute::OpTime{*o.measured_s, 0.0}
+                                : o.shape ? compute::op_time_parts(dev_, *o.shape, math_, o.phase == OpPhase::backward)
+                                          : compute::OpTime{dev_.op_time_s(o.flops, o.bytes, math_), 0.0};
+      op_time_[i] = t.total_s;
+      if (t.total_s > 0) op_share_[i] = t.gemm_s / t.total_s;
       if (o.phase == OpPhase::backward) {
         last_bwd_[o.unit] = i;
         if (first_bwd_[o.unit] == n) first_bwd_[o.unit] = i;
       } else {
         fwd_time_unit_[o.unit] += op_time_[i];
-        fwd_gemm_unit_[o.unit] += gemm;
+        fwd_gemm_unit_[o.unit] += t.gemm_s;
       }
     }
     unit_elems_.assign(units_, 0);

@@ -313,8 +313,11 @@ TEST_CASE("persistent GEMMs: the GEMM share of a node runs in ceil(units / (unit
     CAPTURE(name);
     CHECK_FALSE(compute::find_device(name, "t").persistent_gemm);
   }
-  CHECK(compute::find_device("h100", "t").comm_slowdown_gemm() == 2.0);
-  CHECK(compute::find_device("a100-80gb", "t").comm_slowdown_gemm() == doctest::Approx(108.0 / 84.0).scale(0));
+  // From the presets: an H100's all-GEMM node beside a collective at half rate, an A100's at 84/108.
+  const auto hc = step::CommContention::of_device(compute::find_device("h100", "t"));
+  const auto ac = step::CommContention::of_device(compute::find_device("a100-80gb", "t"));
+  CHECK(hc.rate(true, 1.0) * 2 == hc.rate(false));
+  CHECK(ac.rate(true, 1.0) * 108 == ac.rate(false) * 84);
 }
 
 TEST_CASE("executor and one-pass timer: a GEMM node beside a collective on a persistent-GEMM rank takes 2x") {
