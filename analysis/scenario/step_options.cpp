@@ -103,6 +103,10 @@ const std::vector<StepOptionSpec>& step_option_table() {
       {"sequence-parallel", "", &S::sequence_parallel, "--mesh: Megatron sequence parallelism", ""},
       {"tp-comm-overlap", "", &S::tp_comm_overlap,
        "--mesh: overlap tensor-parallel communication with the GEMMs (Megatron-LM --tp-comm-overlap, TransformerEngine userbuffers)", ""},
+      {"tp-overlap-config", "", &S::tp_overlap_config,
+       "--tp-comm-overlap: a userbuffers config JSON (NeMo's ub_tp_comm_overlap_cfg: per layer method, num_sm, "
+       "set_sm_margin, num_splits); default TransformerEngine's",
+       ""},
       {"p2p-blocking", "", &S::p2p_blocking,
        "--mesh: a stage's next compute waits for its pipeline sends too (Megatron-LM's default p2p: req.wait() on "
        "every isend / irecv, then torch.cuda.synchronize()); default: only receives are waited for",

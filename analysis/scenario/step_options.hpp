@@ -67,6 +67,7 @@ struct StepOptions {
   std::optional<std::string> recompute;     ///< none | selective | full; default none
   std::optional<bool> sequence_parallel;    ///< flags of a mesh step: unset = off (not echoed)
   std::optional<bool> tp_comm_overlap;
+  std::optional<std::string> tp_overlap_config;  ///< NeMo / TE userbuffers config JSON (step/tp_overlap.hpp)
   std::optional<bool> p2p_blocking;
   std::optional<bool> p2p_scatter_gather;
   std::optional<bool> uneven_stages;

@@ -23,6 +23,7 @@ void reject_mesh_only(const StepOptions& o) {
   if (o.sequence_parallel) no("--sequence-parallel");
   if (o.uneven_stages) no("--uneven-stages");
   if (o.tp_comm_overlap) no("--tp-comm-overlap");
+  if (o.tp_overlap_config) no("--tp-overlap-config");
   if (o.p2p_blocking) no("--p2p-blocking");
   if (o.p2p_scatter_gather) no("--p2p-scatter-gather");
 }
@@ -58,6 +59,12 @@ StepReport run_parallel_step(const StepOptions& o, const topo::Topology& topo, c
   c.sequence_parallel = o.sequence_parallel.value_or(false);
   c.uneven_stages = o.uneven_stages.value_or(false);
   c.tp_comm_overlap = o.tp_comm_overlap.value_or(false);
+  if (o.tp_overlap_config) {
+    if (!c.tp_comm_overlap) {
+      throw ConfigError("--tp-overlap-config", "given without --tp-comm-overlap", "--tp-comm-overlap with it");
+    }
+    c.tp_overlap = step::load_tp_overlap_file(*o.tp_overlap_config, "--tp-overlap-config");
+  }
   c.p2p_blocking = o.p2p_blocking.value_or(false);
   c.p2p_scatter_gather = o.p2p_scatter_gather.value_or(false);
   if (o.no_flash_attention.value_or(false)) c.flash_attention = false;

@@ -110,6 +110,7 @@ LayerCompute layer_compute(const ModelSpec& m, const compute::Device& dev, const
   c.qkv_fwd_s = gemms_fwd(dev, ops[kQkv].shape, mt);
   c.out_fwd_s = gemms_fwd(dev, ops[kOut].shape, mt);
   c.qkv_wgrad_s = gemms_wgrad(dev, ops[kQkv].shape, mt);
+  c.qkv_dgrad_s = gemms_dgrad(dev, ops[kQkv].shape, mt);
   c.out_dgrad_s = gemms_dgrad(dev, ops[kOut].shape, mt);
   c.attention_gemm_fwd_s = t[kQkv].gemm_fwd + t[kOut].gemm_fwd;
   c.attention_gemm_bwd_s = t[kQkv].gemm_bwd + t[kOut].gemm_bwd;
@@ -125,6 +126,7 @@ LayerCompute layer_compute(const ModelSpec& m, const compute::Device& dev, const
     c.up_fwd_s = gemms_fwd(dev, ops[kUp].shape, mt);
     c.down_fwd_s = gemms_fwd(dev, ops[kDown].shape, mt);
     c.up_wgrad_s = gemms_wgrad(dev, ops[kUp].shape, mt);
+    c.up_dgrad_s = gemms_dgrad(dev, ops[kUp].shape, mt);
     c.down_dgrad_s = gemms_dgrad(dev, ops[kDown].shape, mt);
     c.mlp_fwd_s = t[kNorm2].fwd + t[kUp].fwd + t[kAct].fwd + t[kDown].fwd;
     c.mlp_bwd_s = t[kNorm2].bwd + t[kUp].bwd + t[kAct].bwd + t[kDown].bwd;
@@ -151,6 +153,7 @@ LayerCompute layer_compute(const ModelSpec& m, const compute::Device& dev, const
     c.up_fwd_s = gemms_fwd(dev, ex[kUp].shape, mt);
     c.down_fwd_s = gemms_fwd(dev, ex[kDown].shape, mt);
     c.up_wgrad_s = gemms_wgrad(dev, ex[kUp].shape, mt);
+    c.up_dgrad_s = gemms_dgrad(dev, ex[kUp].shape, mt);
     c.down_dgrad_s = gemms_dgrad(dev, ex[kDown].shape, mt);
     if (m.shared_expert_ffn != 0) {
       if (m.shared_expert_ffn % l.tp != 0) {

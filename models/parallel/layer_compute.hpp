@@ -26,8 +26,9 @@
 // tensor-parallel communication with them (parallel_graphs.hpp): forward QKV and MLP-up
 // (column-parallel, after the all-gather) and output projection and MLP-down (row-parallel,
 // before the reduce-scatter); backward the input-gradient GEMMs of the row-parallel layers
-// (after the all-gather of the output gradient) and the weight-gradient GEMMs of the
-// column-parallel layers (while the input gradient is reduce-scattered). Backward GEMMs of
+// (after the all-gather of the output gradient), the weight-gradient GEMMs of the
+// column-parallel layers (while the input gradient is reduce-scattered) and their
+// input-gradient GEMMs (while, with sequence parallelism, their input is all-gathered again). Backward GEMMs of
 // Y = X W (X m x k, W k x n): dX = dY W^T (m x k over n), dW = X^T dY (k x n over m)
 // (op_cost.hpp).
 #include <cstdint>
@@ -66,6 +67,8 @@ struct LayerCompute {
   double qkv_fwd_s = 0, out_fwd_s = 0, up_fwd_s = 0, down_fwd_s = 0;  ///< forward
   double out_dgrad_s = 0, down_dgrad_s = 0;  ///< backward, after the output-gradient all-gather
   double qkv_wgrad_s = 0, up_wgrad_s = 0;    ///< backward, while the input gradient is reduced
+  /// backward, with sequence parallelism while the saved input is all-gathered again
+  double qkv_dgrad_s = 0, up_dgrad_s = 0;
   /// The GEMM kernels' share of the parts above (forward; backward: input and weight
   /// gradients), which Hopper's persistent GEMMs make slower beside NCCL (models/step/
   /// executor.hpp, CommContention::rate).

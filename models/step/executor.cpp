@@ -229,6 +229,7 @@ ExecResult Executor::run(sim::Simulator& sim) {
   if (contended_) {
     comm_in_flight_.assign(g_.ranks().size(), 0);
     p2p_in_flight_.assign(g_.ranks().size(), 0);
+    ub_units_.assign(g_.ranks().size(), 0);
     running_.resize(g_.ranks().size());
     for (auto& r : running_) r.clear();
   }
@@ -302,7 +303,14 @@ void Executor::launch(NodeId n) {
     if (node.kind == NodeKind::collective && node.takes_units) {
       for (const int m : g_.simulated_members(node.group)) {
         const int ri = g_.rank_index(m);
-        if (ri >= 0 && comm_in_flight_[static_cast<std::size_t>(ri)]++ == 0) comm_changed(static_cast<std::size_t>(ri));
+        if (ri < 0) continue;
+        const auto k = static_cast<std::size_t>(ri);
+        if (node.units != 0) {
+          ub_units_[k] += node.units;
+          comm_changed(k);
+        } else if (comm_in_flight_[k]++ == 0) {
+          comm_changed(k);
+        }
       }
     } else if (node.kind == NodeKind::compute && g_.rank_index(node.rank) >= 0) {
       const auto k = static_cast<std::size_t>(g_.rank_index(node.rank));
@@ -333,7 +341,14 @@ void Executor::finish(NodeId n) {
     if (node.kind == NodeKind::collective && node.takes_units) {
       for (const int m : g_.simulated_members(node.group)) {
         const int ri = g_.rank_index(m);
-        if (ri >= 0 && --comm_in_flight_[static_cast<std::size_t>(ri)] == 0) comm_changed(static_cast<std::size_t>(ri));
+        if (ri < 0) continue;
+        const auto k = static_cast<std::size_t>(ri);
+        if (node.units != 0) {
+          ub_units_[k] -= node.units;
+          comm_changed(k);
+        } else if (--comm_in_flight_[k] == 0) {
+          comm_changed(k);
+        }
       }
     } else if (node.kind == NodeKind::compute && g_.rank_index(node.rank) >= 0) {
       auto& list = running_[static_cast<std::size_t>(g_.rank_index(node.rank))];
@@ -371,7 +386,7 @@ void Executor::p2p_changed(const TaskNode& send, bool started) {
 
 std::uint32_t Executor::busy_units(std::size_t ri) const {
   const auto& c = rank_contention_[ri];
-  return (comm_in_flight_[ri] > 0 ? c.comm_units : 0U) + p2p_in_flight_[ri] * c.p2p_units;
+  return (comm_in_flight_[ri] > 0 ? c.comm_units : 0U) + p2p_in_flight_[ri] * c.p2p_units + ub_units_[ri];
 }
 
 void Executor::comm_changed(std::size_t ri) {

@@ -201,6 +201,7 @@ class Executor {
   bool contended_ = false;                       ///< contention_.active()
   std::vector<std::uint32_t> comm_in_flight_;  ///< collectives in flight per rank index
   std::vector<std::uint32_t> p2p_in_flight_;   ///< point-to-point transfers in flight per rank index
+  std::vector<std::uint32_t> ub_units_;        ///< units held by collectives with their own TaskNode::units
   std::vector<std::vector<Running>> running_;  ///< compute in progress per rank index
   sim::Simulator* sim_ = nullptr;
   ExecResult* out_ = nullptr;

@@ -140,47 +140,84 @@ class StageProgram {
   [[nodiscard]] bool sp_overlap() const { return overlap() && s_.c->sequence_parallel; }
   [[nodiscard]] double tp() const { return static_cast<double>(s_.c->mesh.tp); }
 
-  // TransformerEngine's userbuffers move the overlapped tp traffic with copy engines (ring
-  // exchange) or a few SMs the GEMM leaves free (set_sm_margin), not NCCL's channels: the
-  // collective takes no compute units from the GEMMs beside it (NeMo's tp_overlap configs,
-  // e.g. userbuffers_bf16_h100_h12288_tp4_mbs1_seqlen2048: RingExchangeOverlapCfg for the
-  // fprop all-gathers, BulkOverlapCfg(num_sm=2..4) for the backward's).
-  void userbuffers(std::uint32_t comm) { ops[comm].takes_units = false; }
+  // The overlapped tp collectives (tp_overlap.hpp): with userbuffers (tp_comm_overlap) each
+  // runs by its layer's method, its GEMM on the SMs the communication kernel leaves
+  // (set_sm_margin: x gemm_factor) and the collective on SMs taken from the GEMM only without a
+  // margin (takes_units); without userbuffers (`ub` empty) the collective is NCCL's, on its
+  // channels' SMs beside a GEMM sized for all of them.
+  using Ub = std::optional<UbLayer>;
+  [[nodiscard]] double factor(Ub ub) const {
+    return ub ? s_.c->tp_overlap.gemm_factor(*ub, s_.dev->compute_units) : 1.0;
+  }
+  void units(std::uint32_t comm, Ub ub) {
+    ops[comm].takes_units = !ub || s_.c->tp_overlap.takes_units(*ub);
+    if (ub && ops[comm].takes_units) ops[comm].units = static_cast<std::uint16_t>(s_.c->tp_overlap.at(*ub).num_sm);
+  }
+  [[nodiscard]] double chunks(UbLayer ub) const {
+    return static_cast<double>(s_.c->tp_overlap.splits(ub, s_.c->mesh.tp));
+  }
   // A compute node that is GEMM kernels alone.
   void gemm(NodePhase phase, double dur, std::vector<std::uint32_t> extra, std::string name) {
     compute(phase, dur, std::move(extra), std::move(name), dur);
   }
 
-  // Tensor-parallel communication overlapped with a GEMM (parallel_graphs.hpp: TE userbuffers).
-  // All-gather pipelined into the GEMM that consumes it: the all-gather and (t-1)/t of the
-  // GEMM run together, the last chunk after both: max(C, (t-1) G / t) + G / t.
+  // All-gather pipelined into the GEMM that consumes it (ring exchange, k chunks): the
+  // all-gather and (k-1)/k of the GEMM run together, the last chunk after both:
+  // max(C, (k-1) G / k) + G / k, G the GEMM at its SM share.
   void gather_into_gemm(NodePhase phase, double gemm_s, std::vector<std::uint32_t> extra, const char* what,
-                        std::string label) {
+                        std::string label, UbLayer ub) {
     const auto comm = side(Role::tp, Cat::tp, kModel, coll::OpKind::allgather, s_.tp_bytes, after_last(),
                            names_ ? fmt::format("tp all-gather {} (overlapped)", what) : "");
-    userbuffers(comm);
-    gemm(phase, gemm_s * (tp() - 1) / tp(), std::move(extra), label);
+    units(comm, ub);
+    const double g = gemm_s * factor(ub), k = chunks(ub);
+    gemm(phase, g * (k - 1) / k, std::move(extra), label);
     pending_.push_back(comm);
-    gemm(phase, gemm_s / tp(), {}, std::move(label));
+    gemm(phase, g / k, {}, std::move(label));
   }
-  // A GEMM pipelined into the reduce-scatter of its output: the first chunk, then the
-  // collective beside the other t - 1 chunks: G / t + max(C, (t-1) G / t).
-  void gemm_into_scatter(NodePhase phase, double gemm_s, const char* what, std::string label) {
-    gemm(phase, gemm_s / tp(), {}, label);
-    const auto comm = side(Role::tp, Cat::tp, kModel, coll::OpKind::reducescatter, s_.tp_bytes, after_last(),
+  // A GEMM pipelined into the reduce-scatter of its output (k chunks). Ring exchange: the first
+  // chunk, then the collective beside the other k - 1: G / k + max(C, (k-1) G / k). Pipeline
+  // (TE's split_overlap_rs: chunk i's reduce-scatter on the communication stream after GEMM
+  // chunk i, the last one after the whole GEMM, "last communication chunk with max SM"): the
+  // first chunk, the first k - 1 chunks' reduce-scatter (bytes (k-1)/k) beside the other k - 1
+  // GEMM chunks, then the last chunk's (bytes 1/k) after both: with per-chunk times g and r,
+  // G + r when r <= g, g + k r otherwise.
+  void gemm_into_scatter(NodePhase phase, double gemm_s, const char* what, std::string label, UbLayer ub) {
+    const double g = gemm_s * factor(ub), k = chunks(ub);
+    gemm(phase, g / k, {}, label);
+    const bool pipeline = s_.c->tp_overlap.at(ub).method == UbMethod::pipeline && k > 1;
+    const auto kk = static_cast<std::uint64_t>(k);
+    const std::uint64_t last = pipeline ? s_.tp_bytes / kk : 0;
+    const auto comm = side(Role::tp, Cat::tp, kModel, coll::OpKind::reducescatter, s_.tp_bytes - last, after_last(),
                            names_ ? fmt::format("tp reduce-scatter {} (overlapped)", what) : "");
-    userbuffers(comm);
-    gemm(phase, gemm_s * (tp() - 1) / tp(), {}, std::move(label));
+    units(comm, ub);
+    gemm(phase, g * (k - 1) / k, {}, label);
     pending_.push_back(comm);
+    if (pipeline) {
+      const auto tail = side(Role::tp, Cat::tp, kModel, coll::OpKind::reducescatter, last, after_last(),
+                             names_ ? fmt::format("tp reduce-scatter {} last chunk", what) : "");
+      units(tail, ub);
+      pending_ = {tail};
+    }
   }
   // Backward: the input gradient reduced (reduce-scatter, or all-reduce without sequence
   // parallelism) beside the weight-gradient GEMM that does not need it: max(C, W).
-  void reduce_beside(double wgrad_s, const char* what, std::string label) {
+  void reduce_beside(double wgrad_s, const char* what, std::string label, Ub ub) {
     const auto kind = s_.c->sequence_parallel ? coll::OpKind::reducescatter : coll::OpKind::allreduce;
     const auto comm = side(Role::tp, Cat::tp, kModel, kind, s_.tp_bytes, after_last(),
                            names_ ? fmt::format("tp {} {} (overlapped)", coll::to_string(kind), what) : "");
-    userbuffers(comm);
-    gemm(NodePhase::backward, wgrad_s, {}, std::move(label));
+    units(comm, ub);
+    gemm(NodePhase::backward, wgrad_s * factor(ub), {}, std::move(label));
+    pending_.push_back(comm);
+  }
+  // Backward with sequence parallelism: the column-parallel layer's saved input (its 1/t
+  // sequence shard) all-gathered again for the weight gradient, beside the input-gradient GEMM
+  // that does not need it: max(C, D) (Korthikanti et al. 2022 sec. 4.2.2; TE _Linear /
+  // _LayerNormLinear backward, Megatron-Core LinearWithGradAccumulationAndAsyncCommunication).
+  void gather_beside(double dgrad_s, const char* what, std::string label, Ub ub) {
+    const auto comm = side(Role::tp, Cat::tp, kModel, coll::OpKind::allgather, s_.tp_bytes, after_last(),
+                           names_ ? fmt::format("tp all-gather {} input (overlapped)", what) : "");
+    units(comm, ub);
+    gemm(NodePhase::backward, dgrad_s * factor(ub), {}, std::move(label));
     pending_.push_back(comm);
   }
 
@@ -221,7 +258,7 @@ class StageProgram {
     const bool ov = sp_overlap();
     double attn = lc.attention_fwd_s, attn_gemm = lc.attention_gemm_fwd_s;
     if (ov) {
-      gather_into_gemm(phase, lc.qkv_fwd_s, extra, "attention", label("attention qkv", c, k, l));
+      gather_into_gemm(phase, lc.qkv_fwd_s, extra, "attention", label("attention qkv", c, k, l), UbLayer::qkv_fprop);
       extra.clear();
       attn -= lc.qkv_fwd_s + lc.out_fwd_s;
       attn_gemm -= lc.qkv_fwd_s + lc.out_fwd_s;
@@ -239,7 +276,7 @@ class StageProgram {
       compute(phase, attn, extra, label("attention", c, k, l), attn_gemm);
     }
     if (ov) {
-      gemm_into_scatter(phase, lc.out_fwd_s, "attention", label("attention out", c, k, l));
+      gemm_into_scatter(phase, lc.out_fwd_s, "attention", label("attention out", c, k, l), UbLayer::proj_fprop);
     } else {
       tp_region(false, "attention");
     }
@@ -247,7 +284,7 @@ class StageProgram {
     const bool ov_mlp = ov && !moe;  // the ep all-to-alls sit between the tp collectives and the GEMMs
     double mlp = lc.mlp_fwd_s, mlp_gemm = lc.mlp_gemm_fwd_s;
     if (ov_mlp) {
-      gather_into_gemm(phase, lc.up_fwd_s, {}, "mlp", label("mlp up", c, k, l));
+      gather_into_gemm(phase, lc.up_fwd_s, {}, "mlp", label("mlp up", c, k, l), UbLayer::fc1_fprop);
       mlp -= lc.up_fwd_s + lc.down_fwd_s;
       mlp_gemm -= lc.up_fwd_s + lc.down_fwd_s;
     } else {
@@ -257,7 +294,7 @@ class StageProgram {
     compute(phase, mlp, {}, label("mlp", c, k, l), mlp_gemm);
     if (moe) blocking(Role::ep, Cat::ep, coll::OpKind::alltoall, s_.ep_bytes, names_ ? "ep combine" : "");
     if (ov_mlp) {
-      gemm_into_scatter(phase, lc.down_fwd_s, "mlp", label("mlp down", c, k, l));
+      gemm_into_scatter(phase, lc.down_fwd_s, "mlp", label("mlp down", c, k, l), UbLayer::fc2_fprop);
     } else {
       tp_region(false, "mlp");
     }
@@ -290,44 +327,56 @@ class StageProgram {
       }
       zero3_gather("backward", last_compute_);
       std::vector<std::uint32_t> extra = gathers_;
-      // Conjugates of the forward's collectives (Korthikanti et al. 2022 sec. 4.2.2). With
-      // overlap: the output-gradient all-gather pipelined into the row-parallel layer's
-      // input-gradient GEMM (sequence parallelism), the input gradient reduced beside the
-      // column-parallel layer's weight-gradient GEMM.
+      // Conjugates of the forward's collectives (Korthikanti et al. 2022 sec. 4.2.2): the
+      // row-parallel layers' output gradient all-gathered before their input-gradient GEMM
+      // (with userbuffers pipelined into it); the column-parallel layers' input gradient
+      // reduced beside their weight-gradient GEMM, and with sequence parallelism their saved
+      // input all-gathered again beside the input-gradient GEMM (TE and Megatron-Core do both
+      // asynchronously with or without userbuffers; without sequence parallelism and
+      // userbuffers the all-reduce is blocking, Megatron-LM 2021).
       const bool ov = overlap(), ov_sp = sp_overlap();
-      const bool ov_mlp = ov && !moe;
+      const bool sp = s_.c->sequence_parallel && s_.c->mesh.tp > 1;
+      const Ub ub_fc1d = ov ? Ub(UbLayer::fc1_dgrad) : Ub(), ub_fc1w = ov ? Ub(UbLayer::fc1_wgrad) : Ub();
+      const Ub ub_qkvd = ov ? Ub(UbLayer::qkv_dgrad) : Ub(), ub_qkvw = ov ? Ub(UbLayer::qkv_wgrad) : Ub();
+      const bool beside_mlp = (ov || sp) && !moe;  // the ep all-to-alls sit between with MoE
+      const bool beside_attn = ov || sp;
       double mlp = lc.mlp_bwd_s, mlp_gemm = lc.mlp_gemm_bwd_s;
-      if (ov_mlp && ov_sp) {
-        gather_into_gemm(NodePhase::backward, lc.down_dgrad_s, extra, "mlp backward", label("mlp down dgrad", c, k, j));
+      if (beside_mlp && ov_sp) {
+        gather_into_gemm(NodePhase::backward, lc.down_dgrad_s, extra, "mlp backward", label("mlp down dgrad", c, k, j),
+                         UbLayer::fc2_dgrad);
         extra.clear();
         mlp -= lc.down_dgrad_s;
         mlp_gemm -= lc.down_dgrad_s;
       } else {
         tp_region(true, "mlp backward");
       }
-      if (ov_mlp) {
-        mlp -= lc.up_wgrad_s;
-        mlp_gemm -= lc.up_wgrad_s;
+      if (beside_mlp) {
+        const double beside = lc.up_wgrad_s + (sp ? lc.up_dgrad_s : 0.0);
+        mlp -= beside;
+        mlp_gemm -= beside;
       }
       if (moe) blocking(Role::ep, Cat::ep, coll::OpKind::alltoall, s_.ep_bytes, names_ ? "ep combine backward" : "");
       compute(NodePhase::backward, mlp, extra, label("mlp backward", c, k, j), mlp_gemm);
       if (moe) blocking(Role::ep, Cat::ep, coll::OpKind::alltoall, s_.ep_bytes, names_ ? "ep dispatch backward" : "");
-      if (ov_mlp) {
-        reduce_beside(lc.up_wgrad_s, "mlp backward", label("mlp up wgrad", c, k, j));
+      if (beside_mlp) {
+        if (sp) gather_beside(lc.up_dgrad_s, "mlp backward", label("mlp up dgrad", c, k, j), ub_fc1d);
+        reduce_beside(lc.up_wgrad_s, "mlp backward", label("mlp up wgrad", c, k, j), ub_fc1w);
       } else {
         tp_region(false, "mlp backward");
       }
       double attn = lc.attention_bwd_s, attn_gemm = lc.attention_gemm_bwd_s;
       if (ov_sp) {
-        gather_into_gemm(NodePhase::backward, lc.out_dgrad_s, {}, "attention backward", label("attention out dgrad", c, k, j));
+        gather_into_gemm(NodePhase::backward, lc.out_dgrad_s, {}, "attention backward", label("attention out dgrad", c, k, j),
+                         UbLayer::proj_dgrad);
         attn -= lc.out_dgrad_s;
         attn_gemm -= lc.out_dgrad_s;
       } else {
         tp_region(true, "attention backward");
       }
-      if (ov) {
-        attn -= lc.qkv_wgrad_s;
-        attn_gemm -= lc.qkv_wgrad_s;
+      if (beside_attn) {
+        const double beside = lc.qkv_wgrad_s + (sp ? lc.qkv_dgrad_s : 0.0);
+        attn -= beside;
+        attn_gemm -= beside;
       }
       if (cp > 1) {
         // The output projection's input gradient, then the core's cp blocks beside the ring
@@ -340,8 +389,9 @@ class StageProgram {
       } else {
         compute(NodePhase::backward, attn, {}, label("attention backward", c, k, j), attn_gemm);
       }
-      if (ov) {
-        reduce_beside(lc.qkv_wgrad_s, "attention backward", label("attention qkv wgrad", c, k, j));
+      if (beside_attn) {
+        if (sp) gather_beside(lc.qkv_dgrad_s, "attention backward", label("attention qkv dgrad", c, k, j), ub_qkvd);
+        reduce_beside(lc.qkv_wgrad_s, "attention backward", label("attention qkv wgrad", c, k, j), ub_qkvw);
       } else {
         tp_region(false, "attention backward");
       }

@@ -14,24 +14,31 @@
 //    Narayanan et al. 2021 sec. 3.2), repeated for the recomputed forward; with sequence
 //    parallelism each all-reduce becomes an all-gather before and a reduce-scatter after the
 //    tensor-parallel region, of the same S (Korthikanti et al. 2022 sec. 4.2.2);
+//    in backward with sequence parallelism (TE _Linear / _LayerNormLinear backward, Megatron-Core
+//    LinearWithGradAccumulationAndAsyncCommunication; Korthikanti et al. 2022 sec. 4.2.2) the
+//    row-parallel layers' output gradient is all-gathered (blocking), and each column-parallel
+//    layer (QKV, MLP-up) all-gathers its saved sequence-shard input again beside its
+//    input-gradient GEMM D (for the weight gradient), then reduce-scatters the input gradient
+//    beside its weight-gradient GEMM W: max(C, D), max(C, W), as NCCL collectives on SMs (the
+//    executor's contention rule): 4 + 6 collectives per layer;
 //    With tp_comm_overlap (Megatron-LM --tp-comm-overlap, TransformerEngine userbuffers:
-//    te.initialize_ub, ub_overlap_ag / ub_overlap_rs / ub_bulk_wgrad; Wang et al., "Overlap
-//    Communication with Dependent Computation via Decomposition", ASPLOS 2023), the GEMMs
-//    next to the collectives hide them: with sequence parallelism the all-gather is pipelined
-//    into the column-parallel GEMM that consumes it (QKV, MLP-up; backward the row-parallel
-//    layers' input-gradient GEMMs), t chunks over a ring, max(C, (t-1)/t G) + G/t; the
-//    row-parallel GEMM (output projection, MLP-down) is pipelined into its reduce-scatter,
-//    G/t + max(C, (t-1)/t G); in backward the input gradient's reduce-scatter (all-reduce
-//    without sequence parallelism: Megatron-LM's asynchronous tensor-parallel all-reduce) runs
-//    beside the weight-gradient GEMM that does not need it, max(C, W). G, W: the GEMM times
-//    of parallel::layer_compute. The overlapped tp collectives take no SMs (TE's userbuffers:
-//    copy engines, or a few SMs the GEMM leaves free; TaskNode::takes_units). Not modelled:
-//    the t smaller GEMMs the pipelining cuts a GEMM into (their own wave quantization: the
-//    GEMM model has no split-K, which cuBLAS uses for such shapes), the HBM bandwidth the
-//    overlapped communication takes from the GEMM, the
-//    MLP of MoE layers with ep > 1 (the all-to-alls sit between), and Megatron's extra
-//    all-gather of the saved sequence-parallel input for the weight gradient (Korthikanti et
-//    al. 2022 sec. 4.2.2, overlapped with the input-gradient GEMM there);
+//    te.initialize_ub; Wang et al., "Overlap Communication with Dependent Computation via
+//    Decomposition", ASPLOS 2023) each of the ten overlapped layers runs as its
+//    TpOverlapConfig says (tp_overlap.hpp: TE's defaults or a NeMo userbuffers config): the
+//    all-gathers ring-exchanged into the column-parallel GEMM that consumes them (QKV, MLP-up;
+//    backward the row-parallel layers' input-gradient GEMMs), k chunks, max(C, (k-1)/k G) +
+//    G/k; the row-parallel GEMM (output projection, MLP-down) into its reduce-scatter, by ring
+//    exchange G/k + max(C, (k-1)/k G) or pipelined (the last chunk's reduce-scatter after the
+//    GEMM: G + C/k when C/k <= G/k); the backward's bulk pairs as above. A GEMM launched with
+//    an SM margin runs units / (units - num_sm) longer; a kernel without one takes its num_sm
+//    from the GEMM beside it (TaskNode::units); ring exchanges take none (copy engines).
+//    Without sequence parallelism the backward all-reduces are blocking (Megatron-LM 2021), or
+//    beside the weight-gradient GEMM with tp_comm_overlap. G, D, W: the GEMM times of
+//    parallel::layer_compute. Not modelled: the k smaller GEMMs the chunking cuts a GEMM into
+//    (their own wave quantization: the GEMM model has no split-K, which cuBLAS uses for such
+//    shapes), the HBM bandwidth the overlapped communication takes from the GEMM, the
+//    ring-exchange reduce-scatter's final reduction kernel, and the MLP of MoE layers with
+//    ep > 1 (the all-to-alls sit between);
 //  - ep (stream 1, blocking): per MoE layer a dispatch and a combine all-to-all on the ep group
 //    in forward and in backward, S = tokens x top_k x h x 2 bytes x imbalance (Megatron-Core
 //    MoE alltoall dispatcher; the busiest rank receives imbalance x the mean);
@@ -87,6 +94,7 @@
 #include "models/parallel/mesh.hpp"
 #include "models/parallel/model_spec.hpp"
 #include "models/step/step.hpp"
+#include "models/step/tp_overlap.hpp"
 
 namespace shardsim::step {
 
@@ -103,6 +111,9 @@ struct ParallelStepConfig {
   parallel::Recompute recompute = parallel::Recompute::none;
   bool sequence_parallel = false;
   bool tp_comm_overlap = false;  ///< overlap tp collectives with the GEMMs (see above)
+  /// With tp_comm_overlap: how each overlapped layer runs (TE's defaults, or a NeMo userbuffers
+  /// config: --tp-overlap-config).
+  TpOverlapConfig tp_overlap;
   std::optional<bool> flash_attention;  ///< unset: on for decoders
   bool eager_kernels = false;           ///< parallel::LayerShape::eager_kernels
   parallel::DpStrategy strategy;

@@ -33,6 +33,7 @@ struct Op {
   double duration_s = 0;  // compute
   double gemm_share = 0;  // compute: TaskNode::gemm_share
   bool takes_units = true;  // collective: runs on SMs (NCCL), not TE userbuffers' copy engines
+  std::uint16_t units = 0;  // collective: TaskNode::units (0: the device's comm_units)
   coll::OpKind op = coll::OpKind::allreduce;
   std::uint64_t size_bytes = 0;
   Role role = Role::tp;

@@ -167,6 +167,7 @@ class Instantiator {
         const auto gi = inst[a].first;
         made[a] = g_.add_collective(gi, o.stream, o.op, o.size_bytes, coll_time(o.op, o.size_bytes, gi), inst[a].second, o.name);
         if (!o.takes_units) g_.set_takes_units(made[a], false);
+        if (o.units != 0) g_.set_units(made[a], o.units);
         push_meta(o, -1);
       }
       for (std::size_t k = 0; k < S; ++k) node_of[i * S + k] = made[inst_of[k]];
@@ -298,6 +299,7 @@ parallel::ParallelMemoryInput memory_input(const ParallelStepConfig& c, double h
 
 ParallelStepResult simulate_parallel_step(const ParallelStepConfig& c, const compute::Device& dev, CommModel& comm) {
   check(c);
+  if (c.tp_comm_overlap && !c.tp_overlap.te_default) c.tp_overlap.check_units(dev.compute_units, "--tp-overlap-config");
   const parallel::Mesh mesh(c.mesh, c.order, "--mesh");
   if (auto n = comm.devices(); n && mesh.devices() != *n) {
     throw ConfigError("--mesh", fmt::format("dp x tp x pp x cp x ep = {} devices on a topology of {}", mesh.devices(), *n),

@@ -3,6 +3,7 @@ list(APPEND SHARDSIM_MODELS_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/replay.cpp
   ${CMAKE_CURRENT_LIST_DIR}/strategy_graphs.cpp
   ${CMAKE_CURRENT_LIST_DIR}/parallel_graphs.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/tp_overlap.cpp
   ${CMAKE_CURRENT_LIST_DIR}/parallel_step.cpp
   ${CMAKE_CURRENT_LIST_DIR}/rank_program.cpp
   ${CMAKE_CURRENT_LIST_DIR}/task_graph.cpp

@@ -57,6 +57,10 @@ struct TaskNode {
   /// collective: it runs on compute units (NCCL's CTAs) and so slows the compute beside it
   /// (executor.hpp); false for transfers on copy engines (TransformerEngine's userbuffers).
   bool takes_units = true;
+  /// collective with takes_units: the compute units it holds while in flight; 0: the device's
+  /// comm_units (NCCL's channels; collectives in flight together hold them once). TE
+  /// userbuffers' kernels hold their num_sm, added to what else is in flight (executor.hpp).
+  std::uint16_t units = 0;
   std::uint32_t name = 0;       ///< index into names() (0 = "")
   std::uint32_t deps_begin = 0, deps_end = 0;
 };
@@ -82,6 +86,8 @@ class TaskGraph {
   void set_gemm_share(NodeId n, double share);
   /// Sets a collective's TaskNode::takes_units.
   void set_takes_units(NodeId n, bool takes) { nodes_.at(n).takes_units = takes; }
+  /// Sets a collective's TaskNode::units.
+  void set_units(NodeId n, std::uint16_t units) { nodes_.at(n).units = units; }
 
   /// Throws ConfigError naming the op (its name, else "node N") for: a group naming a rank
   /// outside 0..topology_devices-1 (or twice), a graph rank outside it, a stream out of range,

@@ -338,6 +338,7 @@ std::unique_ptr<StaticTimer> StaticTimer::make(const TaskGraph& g, const CommCon
   for (NodeId i = 0; i < nn; ++i) {
     const auto& n = g.node(i);
     if (n.kind == NodeKind::send || n.kind == NodeKind::recv) return nullptr;
+    if (n.kind == NodeKind::collective && n.takes_units && n.units != 0) return nullptr;  // own units: the executor's rule
     for (const NodeId d : g.deps(i)) {
       if (d >= i) return nullptr;
       st->deps_.push_back(d);

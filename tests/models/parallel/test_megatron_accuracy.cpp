@@ -140,13 +140,18 @@ std::vector<Row> megatron_rows() {
 }
 
 // NVIDIA dgxc-benchmarking's NeMo BF16 rows (tests/data/published/training/dgxc-megatron-tp-pp.json)
-// that a preset covers (dgx-h100-N up to 1,024 GPUs): the record's layout (tp, pp, cp, virtual
-// stages), micro-batch 1, its global batch and sequence (GPT-3 2,048, Llama 3.1 8,192), and what
-// NeMo's performance recipes set and the records leave unstated: sequence parallelism, the
-// distributed optimizer (zero1), bf16, no recomputation, and tp overlap on or off (`overlap`:
-// TransformerEngine userbuffers). Error = (predicted - measured) / measured of the step time.
-Row predict_nemo(const json& r, bool overlap) {
+// that a preset covers (dgx-h100-N up to 1,024 GPUs): the record's layout (tp, pp, cp), micro-batch
+// 1, its global batch and sequence (GPT-3 2,048, Llama 3.1 8,192), the virtual stages the recipe
+// ran (`as_run.vp`: the GPT-3 yaml at the commit of the table has 6, its header says 12), and what
+// NeMo's recipes set: sequence parallelism, the distributed optimizer (zero1), bf16, no
+// recomputation, and tp overlap: `Tp::off` none, `Tp::te` TransformerEngine's default userbuffers
+// config, `Tp::as_run` the recipe's own (`as_run.userbuffers_config`, stored beside the record).
+// Error = (predicted - measured) / measured of the step time.
+enum class Tp { off, te, as_run };
+
+Row predict_nemo(const json& r, Tp tp_mode) {
   const auto& par = r.at("parallelism");
+  const auto& as_run = r.at("as_run");
   const std::uint64_t gpus = r.at("gpus").get<std::uint64_t>();
   const std::string name = r.at("model").at("name").get<std::string>();
   const auto model = models::resolve_model(
@@ -155,7 +160,7 @@ Row predict_nemo(const json& r, bool overlap) {
   const auto& dev = compute::device_for_model(topo.device_model(), "test");
   step::TopologyComm comm(topo, step::Fidelity::analytical);
   const std::uint64_t tp = par.at("tp").get<std::uint64_t>(), pp = par.at("pp").get<std::uint64_t>(),
-                      cp = par.at("cp").get<std::uint64_t>(), vp = par.at("vp").get<std::uint64_t>();
+                      cp = par.at("cp").get<std::uint64_t>(), vp = as_run.at("vp").get<std::uint64_t>();
   step::ParallelStepConfig c;
   c.model = &model;
   c.mesh = parallel::MeshSizes{gpus / (tp * pp * cp), tp, pp, cp, 1};
@@ -164,7 +169,11 @@ Row predict_nemo(const json& r, bool overlap) {
   c.seq = r.at("model").at("seq_len").get<std::uint64_t>();
   c.schedule = parallel::PipelineSchedule{parallel::ScheduleKind::interleaved, vp};
   c.sequence_parallel = true;
-  c.tp_comm_overlap = overlap;
+  c.tp_comm_overlap = tp_mode != Tp::off;
+  if (tp_mode == Tp::as_run) {
+    c.tp_overlap = step::load_tp_overlap_file(
+        kDir + "published/training/" + as_run.at("userbuffers_config").get<std::string>(), "test");
+  }
   c.strategy = parallel::dp_strategy_from_string("zero1", 0, "test");
   c.optimizer = &opt::find_optimizer("adam", "test");
   const auto res = step::simulate_parallel_step(c, dev, comm);
@@ -217,34 +226,35 @@ TEST_CASE("NeMo on H100 (dgxc-benchmarking BF16): step time with and without tp 
   std::ifstream f(kDir + "published/training/dgxc-megatron-tp-pp.json");
   REQUIRE(f.good());
   const json records = json::parse(f);
-  std::vector<double> nemo_off, nemo_on;
-  fmt::print("| record | GPUs | layout | measured step | predicted, no tp overlap | error | predicted, tp overlap | error |\n"
-             "|---|---|---|---|---|---|---|---|\n");
+  std::vector<double> nemo_off, nemo_te, nemo_run;
+  fmt::print("| record | GPUs | layout as run | measured step | no tp overlap | error | tp overlap, TE defaults | error | "
+             "tp overlap, the recipe's config | error |\n|---|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& r : records) {
     if (r.at("precision").get<std::string>() != "bf16" || r.at("gpus").get<std::uint64_t>() > 1024) continue;
-    const Row off = predict_nemo(r, false), on = predict_nemo(r, true);
-    CHECK_MESSAGE(off.fits, off.id);
-    fmt::print("| {} | {} | {} | {:.3f} s | {:.3f} s | {:+.1f} % | {:.3f} s | {:+.1f} % |\n", off.id, off.gpus, off.layout,
-               off.measured, off.step_s, 100 * off.error, on.step_s, 100 * on.error);
+    const Row off = predict_nemo(r, Tp::off), te = predict_nemo(r, Tp::te), run = predict_nemo(r, Tp::as_run);
+    CHECK_MESSAGE(run.fits, run.id);
+    fmt::print("| {} | {} | {} | {:.3f} s | {:.3f} s | {:+.1f} % | {:.3f} s | {:+.1f} % | {:.3f} s | {:+.1f} % |\n", off.id,
+               off.gpus, off.layout, off.measured, off.step_s, 100 * off.error, te.step_s, 100 * te.error, run.step_s,
+               100 * run.error);
     nemo_off.push_back(std::abs(off.error));
-    nemo_on.push_back(std::abs(on.error));
-    // Overlap hides tp communication: never slower than without it.
-    CHECK(on.step_s <= off.step_s);
+    nemo_te.push_back(std::abs(te.error));
+    nemo_run.push_back(std::abs(run.error));
   }
-  REQUIRE(nemo_off.size() == 5);
-  std::vector<double> pooled_off, pooled_on;
+  REQUIRE(nemo_run.size() == 5);
+  std::vector<double> pooled_off, pooled_run;
   for (const auto& r : megatron_rows()) {
     pooled_off.push_back(std::abs(r.error));
-    pooled_on.push_back(std::abs(r.error));
+    pooled_run.push_back(std::abs(r.error));
   }
   pooled_off.insert(pooled_off.end(), nemo_off.begin(), nemo_off.end());
-  pooled_on.insert(pooled_on.end(), nemo_on.begin(), nemo_on.end());
-  fmt::print("NeMo: median |error| {:.1f} % without tp overlap, {:.1f} % with it; pooled with Table 1 (15 records): "
-             "{:.1f} % and {:.1f} %\n",
-             100 * median_abs(nemo_off), 100 * median_abs(nemo_on), 100 * median_abs(pooled_off), 100 * median_abs(pooled_on));
-  // What is reached (docs/validation.md): NeMo's recipes run with tp overlap, the pooled median
-  // with it is the figure that counts; issue 13's 10 % is not met by it.
-  CHECK(median_abs(nemo_on) <= 0.15);
-  CHECK(median_abs(pooled_on) <= 0.115);
+  pooled_run.insert(pooled_run.end(), nemo_run.begin(), nemo_run.end());
+  fmt::print("NeMo: median |error| {:.1f} % without tp overlap, {:.1f} % with TE's default userbuffers, {:.1f} % with the "
+             "recipes' own; pooled with Table 1 (15 records): {:.1f} % without, {:.1f} % as run\n",
+             100 * median_abs(nemo_off), 100 * median_abs(nemo_te), 100 * median_abs(nemo_run), 100 * median_abs(pooled_off),
+             100 * median_abs(pooled_run));
+  // What is reached (docs/validation.md): NeMo's recipes run with their own userbuffers config,
+  // the pooled median as run is the figure that counts.
+  CHECK(median_abs(nemo_run) <= 0.115);
+  CHECK(median_abs(pooled_run) <= 0.105);
   CHECK(median_abs(pooled_off) <= 0.08);
 }
