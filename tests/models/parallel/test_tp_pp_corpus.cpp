@@ -65,7 +65,8 @@
 //     TFLOPs" without a time), and MegaScale's own rows (a modified model, LAMB).
 // Asserted: every predicted record fits in its GPU's memory; the median |error| of each table
 // and of a. and b. pooled below what is measured rounded up by about a point (the measured
-// figures are next to the bounds in the test cases). Label accuracy: prints the tables.
+// figures are next to the bounds in the test cases). Label accuracy: prints the tables;
+// SHARDSIM_ACCURACY_BREAKDOWN=1 prints each step's parts and CPU time to stderr.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
