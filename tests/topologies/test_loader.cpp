@@ -92,7 +92,7 @@ TEST_CASE("input that is none of preset, file, JSON or spec") {
   CHECK(error_of("foo", "--topology") ==
         "--topology: unknown topology 'foo'; expected a preset (aws-p4d-<GPUs>, aws-p4de-<GPUs>, aws-p5-<GPUs>, "
         "dgx-a100-<GPUs>, dgx-b200-<GPUs>, dgx-h100-<GPUs>, dgx-h200-<GPUs>, gb200-nvl72, gcp-a3-mega-<GPUs>, "
-        "meta-h100-roce-<GPUs>, selene-<GPUs>, tpu-v2-<chips>, tpu-v3-<chips>, tpu-v4-<chips>, tpu-v5e-<chips>, tpu-v5p-<chips>), a .json file, "
+        "jean-zay-a100-<GPUs>, megascale-a100-<GPUs>, meta-h100-roce-<GPUs>, selene-<GPUs>, tpu-v2-<chips>, tpu-v3-<chips>, tpu-v4-<chips>, tpu-v5e-<chips>, tpu-v5p-<chips>), a .json file, "
         "inline JSON or builder:key=value,... with builder one of " + kBuilders);
   CHECK(error_of("/nonexistent/t.json", "--topology") ==
         "--topology: cannot open '/nonexistent/t.json'; expected a readable JSON file");

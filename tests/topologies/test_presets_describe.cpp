@@ -116,8 +116,9 @@ TEST_CASE("preset size errors list the valid sizes") {
 TEST_CASE("every preset name builds with the size it names") {
   const auto names = preset_names();
   // Slices of v2, v3, v4, v5p, v5e; gb200-nvl72; dgx-a100/b200/h100/h200, aws-p4d/p4de/p5 and
-  // gcp-a3-mega at 8, 16, ..., 1024; meta-h100-roce at 8, 16, ..., 16384; selene at 8, ..., 4096.
-  CHECK(names.size() == 7 + 9 + 11 + 11 + 8 + 1 + 8 * 8 + 12 + 10);
+  // gcp-a3-mega at 8, 16, ..., 1024; meta-h100-roce at 8, 16, ..., 16384; selene at 8, ..., 4096;
+  // jean-zay-a100 at 8, ..., 256; megascale-a100 at 8, ..., 8192.
+  CHECK(names.size() == 7 + 9 + 11 + 11 + 8 + 1 + 8 * 8 + 12 + 10 + 6 + 11);
   for (const auto& n : names) {
     CAPTURE(n);
     const Topology t = make_topology(n, "test");
