@@ -358,12 +358,14 @@ TEST_CASE("Korthikanti et al. 2022 and BLOOM 176B: iteration time from presets a
   pooled.insert(pooled.end(), b.begin(), b.end());
   fmt::print("pooled (Korthikanti + BLOOM, {} records): median |error| {:.1f} %\n", pooled.size(), 100 * median_abs(pooled));
   CHECK(all_fit(pooled));
-  // Measured 2026-12-02 (main at 40b3dc8): median |error| Korthikanti 4.9 % (signed -11.3 to
-  // +0.6 %, every row but one predicted too fast), BLOOM 32.4 % (-19.0 % and -45.9 %), pooled
-  // 5.6 %; bounded about a point above.
-  CHECK(median_abs(k) <= 0.06);
+  // Measured 2026-12-02 (main at 056cd93, the sequence-parallel backward as TE / Megatron-Core
+  // run it): median |error| Korthikanti 5.8 % (signed -12.2 to +0.6 %, every row but one
+  // predicted too fast; 4.9 % before that change, which hides the reduce-scatter behind the
+  // weight-gradient GEMM), BLOOM 32.4 % (-19.0 % and -45.9 %), pooled 6.7 %; bounded about a
+  // point above.
+  CHECK(median_abs(k) <= 0.07);
   CHECK(median_abs(b) <= 0.335);
-  CHECK(median_abs(pooled) <= 0.065);
+  CHECK(median_abs(pooled) <= 0.075);
 }
 
 TEST_CASE("MegaScale's Megatron-LM baseline (arXiv 2402.15627 Table 2/3): its own table, settings chosen where unstated") {
@@ -373,9 +375,10 @@ TEST_CASE("MegaScale's Megatron-LM baseline (arXiv 2402.15627 Table 2/3): its ow
                           kMegaScaleChoices, recompute_note),
               m);
   CHECK(all_fit(m));
-  // Measured 2026-12-02 (main at 40b3dc8): median |error| 7.2 % (signed -14.7 to +0.0 %, growing
-  // with the GPUs at a fixed batch); bounded about a point above.
-  CHECK(median_abs(m) <= 0.08);
+  // Measured 2026-12-02 (main at 056cd93): median |error| 8.5 % (signed -15.8 to -1.4 %, growing
+  // with the GPUs at a fixed batch; 7.2 % before the sequence-parallel backward change); bounded
+  // about a point above.
+  CHECK(median_abs(m) <= 0.095);
   // The folding shortcut of the rows above 3,072 GPUs gives what the checked fold gives.
   std::string note;
   const std::vector<Row> symmetric = megascale_rows(note, 1024);
