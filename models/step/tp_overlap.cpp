@@ -119,7 +119,9 @@ TpOverlapConfig tp_overlap_from_json(const nlohmann::json& j, const std::string&
   }
   TpOverlapConfig c;
   c.te_default = false;
-  for (const auto& [name, v] : j.items()) {
+  for (const auto& entry : j.items()) {
+    const std::string& name = entry.key();
+    const nlohmann::json& v = entry.value();
     std::size_t i = 0;
     while (i < kLayers && name != to_string(static_cast<UbLayer>(i))) ++i;
     const std::string where = fmt::format("{}: /{}", source, name);
@@ -132,7 +134,9 @@ TpOverlapConfig tp_overlap_from_json(const nlohmann::json& j, const std::string&
     if (!v.is_object()) throw ConfigError(where, type_name(v), "an object with a method");
     UbOverlap o = c.layers[i];
     if (!v.contains("method")) throw ConfigError(where, "no method", methods_of(l));
-    for (const auto& [key, x] : v.items()) {
+    for (const auto& item : v.items()) {
+      const std::string& key = item.key();
+      const nlohmann::json& x = item.value();  // not a structured binding: clang 14 lambdas cannot capture one
       const std::string at = fmt::format("{}/{}", where, key);
       auto integer = [&](const char* expected) -> std::uint64_t {
         if (x.is_boolean()) return x.get<bool>() ? 1 : 0;
@@ -167,7 +171,9 @@ TpOverlapConfig tp_overlap_from_json(const nlohmann::json& j, const std::string&
                           "method, num_sm, set_sm_margin, num_splits, aggregate (cga_size, atomic_gemm, fp8_buf accepted)");
       }
     }
-    for (const auto& [key, x] : v.items()) {
+    for (const auto& item : v.items()) {
+      const std::string& key = item.key();
+      const nlohmann::json& x = item.value();  // not a structured binding: clang 14 lambdas cannot capture one
       const std::string at = fmt::format("{}/{}", where, key);
       if (key == "num_sm") {
         if (!x.is_number_unsigned() || x.get<std::uint64_t>() == 0 || x.get<std::uint64_t>() > 1024) {
