@@ -155,11 +155,10 @@ TpOverlapConfig tp_overlap_from_json(const nlohmann::json& j, const std::string&
           throw ConfigError(at, x.dump(), methods_of(l));
         }
         if (!allowed(l, o.method)) throw ConfigError(at, x.dump(), methods_of(l));
-        // A method's TE defaults, unless the entry sets them (read after the loop).
-        const auto d = TpOverlapConfig::te_defaults()[i];
+        // The method's TE defaults (te_defaults), unless the entry sets them (read after the loop).
         o.num_sm = o.method == UbMethod::ring_exchange ? 1 : 16;
         o.set_sm_margin = o.method != UbMethod::ring_exchange;
-        o.num_splits = o.method == d.method ? d.num_splits : (o.method == UbMethod::pipeline ? 4 : 0);
+        o.num_splits = o.method == UbMethod::pipeline ? 4 : 0;
       } else if (key == "num_sm" || key == "set_sm_margin" || key == "num_splits") {
         // read below, after the method's defaults
       } else if (key == "aggregate") {

@@ -193,6 +193,20 @@ std::string korthikanti_model_file(const std::string& name) {
   return {};
 }
 
+// What every record states the same way: the model, its dp x tp x pp layout, the micro-batch
+// (when recorded) and global batch, sequence 2,048.
+step::ParallelStepConfig record_config(const json& r, const parallel::ModelSpec& model) {
+  const auto& par = r.at("parallelism");
+  step::ParallelStepConfig c;
+  c.model = &model;
+  c.mesh = parallel::MeshSizes{par.at("dp").get<std::uint64_t>(), par.at("tp").get<std::uint64_t>(),
+                               par.at("pp").get<std::uint64_t>(), 1, 1};
+  if (r.contains("micro_batch") && r.at("micro_batch").is_number_unsigned()) c.micro_batch = r.at("micro_batch").get<std::uint64_t>();
+  c.global_batch = r.at("global_batch_sequences").get<std::uint64_t>();
+  c.seq = 2048;
+  return c;
+}
+
 std::vector<Row> korthikanti_rows() {
   std::vector<Row> rows;
   for (const auto& r : load_records("korthikanti2022-selective-recompute.json", 10)) {
@@ -203,13 +217,7 @@ std::vector<Row> korthikanti_rows() {
                   r.at("id").get<std::string>());
     const auto& par = r.at("parallelism");
     const std::uint64_t gpus = r.at("gpus").get<std::uint64_t>();
-    step::ParallelStepConfig c;
-    c.model = &model;
-    c.mesh = parallel::MeshSizes{par.at("dp").get<std::uint64_t>(), par.at("tp").get<std::uint64_t>(),
-                                 par.at("pp").get<std::uint64_t>(), 1, 1};
-    c.micro_batch = r.at("micro_batch").get<std::uint64_t>();
-    c.global_batch = r.at("global_batch_sequences").get<std::uint64_t>();
-    c.seq = 2048;
+    step::ParallelStepConfig c = record_config(r, model);
     if (par.contains("virtual_stages")) {
       c.schedule = parallel::PipelineSchedule{parallel::ScheduleKind::interleaved, par.at("virtual_stages").get<std::uint64_t>()};
     }
@@ -251,14 +259,7 @@ std::vector<Row> bloom_rows() {
     // 176.247B (the BLOOM paper via the SOURCE); the embedding LayerNorm (28,672) is not in the
     // model format.
     CHECK(std::abs(model.parameter_count() / 1e9 / md.at("params_billion").get<double>() - 1) <= 1e-3);
-    const auto& par = r.at("parallelism");
-    step::ParallelStepConfig c;
-    c.model = &model;
-    c.mesh = parallel::MeshSizes{par.at("dp").get<std::uint64_t>(), par.at("tp").get<std::uint64_t>(),
-                                 par.at("pp").get<std::uint64_t>(), 1, 1};
-    c.micro_batch = r.at("micro_batch").get<std::uint64_t>();
-    c.global_batch = r.at("global_batch_sequences").get<std::uint64_t>();
-    c.seq = 2048;
+    step::ParallelStepConfig c = record_config(r, model);
     c.uneven_stages = true;
     c.recompute = parallel::Recompute::full;
     c.sequence_parallel = false;
@@ -296,13 +297,8 @@ std::vector<Row> megascale_rows(std::string& recompute_note, std::uint64_t exact
     const auto model = load_model("megascale-gpt-175b.json", md);
     const auto& par = r.at("parallelism");
     const std::uint64_t gpus = r.at("gpus").get<std::uint64_t>();
-    step::ParallelStepConfig c;
-    c.model = &model;
-    c.mesh = parallel::MeshSizes{par.at("dp").get<std::uint64_t>(), par.at("tp").get<std::uint64_t>(),
-                                 par.at("pp").get<std::uint64_t>(), 1, 1};
+    step::ParallelStepConfig c = record_config(r, model);
     c.micro_batch = 1;
-    c.global_batch = r.at("global_batch_sequences").get<std::uint64_t>();
-    c.seq = 2048;
     c.schedule = parallel::PipelineSchedule{parallel::ScheduleKind::interleaved, par.at("virtual_stages").get<std::uint64_t>()};
     c.flash_attention = false;
     c.optimizer = &opt::find_optimizer("adam", "test");
