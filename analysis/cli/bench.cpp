@@ -161,18 +161,30 @@ void print_achieved(const nlohmann::json& topo, const std::vector<logs::BenchRec
       declared_us = 1e6 * calib::declared_p2p_time(t, r.collective, static_cast<std::size_t>(r.peer.value_or(1)),
                                                    static_cast<double>(r.bytes))
                               .first;
-    } else if (r.algorithm) {
-      try {  // OpenMPI's schedule (ompi_tuned.hpp) or the model counterpart of its algorithm
+    } else {
+      try {  // OpenMPI's schedule (ompi_tuned.hpp; its fixed decision's without --algorithm)
         declared_us = validation::predict({r}, validation::Options{}).at(0).predicted_us;
       } catch (const ConfigError&) {
         // an OpenMPI algorithm without a model: no declared time
       }
-    }  // OpenMPI's own choice (no --algorithm): nothing to predict it with
+    }
     fmt::print("  {:<14} {:>4} {:>14} {:>10} {:>11.1f} ms {:>14} {:>8}\n", r.collective,
                p2p ? std::to_string(r.peer.value_or(1)) : "-", r.algorithm.value_or("-"), r.bytes, r.time_us / 1e3,
                declared_us ? fmt::format("{:.1f} ms", *declared_us / 1e3) : "-",
                declared_us ? fmt::format("{:.3f}", *declared_us / r.time_us) : "-");
   }
+}
+
+// Tail drops of the emulated links' queues: a lossless link is what the flow model assumes, so
+// a run with drops measured the emulation's loss recovery as well (docs/measurements.md).
+void print_drops(const backends::EmulatedCluster& cluster, const char* when) {
+  std::uint64_t total = 0;
+  std::string where;
+  for (const auto& d : cluster.queue_drops()) {
+    total += d.dropped;
+    if (d.dropped > 0) where += fmt::format(" {}/{} {}", d.ns, d.dev, d.dropped);
+  }
+  fmt::print("queue drops ({}): {} packets{}{}\n", when, total, where.empty() ? "" : ":", where);
 }
 
 void run_emulate(EmulateCmd c) {
@@ -217,14 +229,15 @@ void run_emulate(EmulateCmd c) {
     std::ofstream trunc(c.out, std::ios::trunc);
     if (!trunc) throw ConfigError("--out", c.out, "a writable path");
   }
+  const std::uint64_t max_message = std::max(std::stoull(std::get<1>(p2p_sizes)), std::stoull(std::get<1>(coll_sizes)));
+  c.spec.max_message_bytes = max_message;
   try {
     backends::InterruptGuard guard;
     backends::EmulatedCluster cluster(c.spec);
     fmt::print("emulated {} cluster: {} hosts at {} ({} namespaces), topology {}\n", c.kind, c.spec.hosts, c.spec.rate,
                cluster.namespaces().size(), topo_path);
     base.wrapper = cluster.mpirun_wrapper();
-    base.mpirun_args = cluster.mpirun_args(
-        std::max(std::stoull(std::get<1>(p2p_sizes)), std::stoull(std::get<1>(coll_sizes))));
+    base.mpirun_args = cluster.mpirun_args(max_message);
     base.idle_sleep_us = c.idle_sleep_us;
     base.rt_priority = c.idle_sleep_us > 0 ? c.rt_priority : 0;
     for (int p : peers) {
@@ -242,6 +255,7 @@ void run_emulate(EmulateCmd c) {
       std::tie(r.min_bytes, r.max_bytes, r.factor) = coll_sizes;
       backends::launch_mpi(r);
     }
+    print_drops(cluster, "every run");
     cluster.teardown();
     const auto recs = logs::read_jsonl_file(c.out);
     print_achieved(topo, recs);

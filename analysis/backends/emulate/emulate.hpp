@@ -16,9 +16,10 @@
 //              which forwards back out of its single, shaped interface: every packet of
 //              every flow (and its ACKs) crosses one queue of `rate` = one shared medium.
 //              ICMP redirects are off so hosts never learn the direct path.
-// Shaping (shape()): htb at the rate with two classes, small TCP ACK segments first, the bulk
-// in a FIFO of 50 ms; so that an ACK never waits behind the host's own outgoing data
-// (tbf's single FIFO cost a ring step a third of the rate; docs/measurements.md).
+// Shaping (shape()): htb at the rate with two classes, small TCP ACK segments first, so that
+// an ACK never waits behind the host's own outgoing data (tbf's single FIFO cost a ring step a
+// third of the rate; docs/measurements.md), and the bulk in a FIFO that holds what the hosts
+// can have in flight (lossless, as the flow model; queue_drops() counts what it dropped).
 // OpenMPI across namespaces: mpirun runs inside <p>h0 with a hostfile of the host addresses
 // and an rsh agent script (plm_rsh_agent) that runs the daemon as `ip netns exec <p>h<i>
 // sh -c CMD`; BTL tcp and OOB over eth0 only (--mca btl tcp,self, btl_tcp_if_include eth0);
@@ -47,6 +48,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -65,6 +67,9 @@ struct EmuSpec {
   std::optional<std::string> uplink_rate;  ///< two-level; default hosts_per_leaf x rate / 4 (4:1)
   int hosts_per_leaf = 2;                ///< two-level
   std::string lat = "20us";              ///< declared per-link latency (veths add no delay)
+  /// Largest message the runs will send; sizes each link's queue so that nothing is dropped
+  /// (hosts x this, at least 50 ms at the link rate). 0: 50 ms.
+  std::uint64_t max_message_bytes = 0;
 };
 
 /// Checks the spec (hosts >= 2, rates parse, two-level leaves divide hosts) and returns the
@@ -103,6 +108,14 @@ class EmulatedCluster {
   /// binding, yield when idle, eager limit above `max_message_bytes`).
   [[nodiscard]] std::vector<std::string> mpirun_wrapper() const;
   [[nodiscard]] std::vector<std::string> mpirun_args(std::uint64_t max_message_bytes) const;
+  /// Packets each shaped queue has dropped so far (tc -s qdisc: the bulk class's bfifo tail
+  /// drops and the ACK class's pfifo), one entry per shaped link direction, in build order.
+  /// A drop means the emulated link lost data, which the flow model (lossless) cannot follow.
+  struct QueueDrops {
+    std::string ns, dev;
+    std::uint64_t dropped = 0;
+  };
+  [[nodiscard]] std::vector<QueueDrops> queue_drops() const;
   /// Removes everything now (idempotent; the destructor calls it).
   void teardown() noexcept;
 
@@ -116,6 +129,7 @@ class EmulatedCluster {
   int net_ = 0;  ///< second octet of the 10.x.0.0/24 network
   std::string workdir_;
   std::vector<std::string> namespaces_;
+  std::vector<std::pair<std::string, std::string>> shaped_;  ///< (namespace, device) per shape()
 };
 
 }  // namespace shardsim::backends
