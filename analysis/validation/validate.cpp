@@ -11,6 +11,7 @@
 #include "analysis/backends/mpi/launch.hpp"
 #include "models/collectives/algorithm.hpp"
 #include "models/collectives/nccl_model.hpp"
+#include "models/collectives/ompi_decision.hpp"
 #include "models/collectives/ompi_tuned.hpp"
 #include "models/collectives/flow_eval.hpp"
 #include "sim/error.hpp"
@@ -103,20 +104,37 @@ std::vector<Row> predict(const std::vector<logs::BenchRecord>& records, const Op
                         "no more ranks than devices");
     }
     // MPI records with an OpenMPI algorithm the schedules of ompi_tuned.hpp model: that
-    // schedule on ranks 0..n-1, at flow fidelity (it has no closed form).
-    if (r.backend == "mpi" && r.algorithm && !o.analytical && !o.algorithm) {
+    // schedule on ranks 0..n-1, at flow fidelity (it has no closed form). A record without
+    // one ran OpenMPI's own choice: its fixed decision rule (ompi_decision.hpp) picks it.
+    if (r.backend == "mpi" && !o.analytical && !o.algorithm) {
       const coll::OpKind kind = coll::op_from_string(r.collective, where);
-      if (!coll::ompi_unmodelled(kind, *r.algorithm, static_cast<std::size_t>(r.ranks))) {
+      const auto n = static_cast<std::size_t>(r.ranks);
+      std::string name, label;
+      if (r.algorithm) {
+        name = *r.algorithm;
+      } else {
+        const auto d = coll::ompi_fixed_decision(kind, n, r.bytes, where);
+        if (auto why = coll::ompi_unmodelled(kind, d.schedule, n)) {
+          throw ConfigError(where,
+                            fmt::format("OpenMPI's fixed decision for {} on {} ranks at total_dsize {} B is '{}' (id "
+                                        "{}): {}",
+                                        r.collective, n, d.total_dsize, d.algorithm, d.id, *why),
+                            "a record whose algorithm shardsim models, or --algorithm");
+        }
+        name = d.schedule;
+        label = "ompi-decision:" + d.schedule + (d.schedule != d.algorithm ? "(" + d.algorithm + ")" : "");
+      }
+      if (!coll::ompi_unmodelled(kind, name, n)) {
         coll::CollectiveOp op;
         op.kind = kind;
         op.size_bytes = r.bytes;
         op.element_bytes = 4;
         for (int i = 0; i < r.ranks; ++i) op.group.push_back(i);
-        const coll::Schedule s = coll::ompi_schedule(op, *r.algorithm);
+        const coll::Schedule s = coll::ompi_schedule(op, name);
         Row row;
         row.record = r;
         row.topology = topology_label(tj);
-        row.model_algorithm = s.algorithm;
+        row.model_algorithm = label.empty() ? s.algorithm : label;
         row.min_message = UINT64_MAX;
         for (const auto& st : s.steps) {
           for (const auto& tr : st.transfers) {

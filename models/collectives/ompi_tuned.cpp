@@ -389,6 +389,15 @@ std::vector<std::string> ompi_algorithms(OpKind kind) {
   return out;
 }
 
+std::string ompi_algorithm_name(OpKind kind, int id, const std::string& where) {
+  int k = 0;
+  for (const auto& e : kEntries) {
+    if (e.kind == kind && ++k == id) return e.name;
+  }
+  throw ConfigError(where, fmt::format("OpenMPI {} algorithm id {}", to_string(kind), id),
+                    fmt::format("an id from 1 to {}", k));
+}
+
 std::optional<std::string> ompi_unmodelled(OpKind kind, const std::string& algorithm, std::size_t n) {
   for (const auto& e : kEntries) {
     if (e.kind != kind || algorithm != e.name) continue;

@@ -48,6 +48,10 @@ std::vector<std::string> ompi_algorithms(OpKind kind);
 /// modelled, a name OpenMPI does not have, n < 2); nullopt when ompi_schedule() builds it.
 std::optional<std::string> ompi_unmodelled(OpKind kind, const std::string& algorithm, std::size_t n);
 
+/// OpenMPI 4.1's name of algorithm `id` (1-based, coll_tuned_<coll>_algorithm's values) for a
+/// collective, modelled or not; ConfigError naming `where` for an id OpenMPI does not have.
+std::string ompi_algorithm_name(OpKind kind, int id, const std::string& where);
+
 /// The schedule of OpenMPI's `algorithm` for `op` (op.group.size() ranks, root 0 for
 /// broadcast). Throws ConfigError("--algorithm", ...) for what ompi_unmodelled() rejects.
 /// O(steps x n) transfers; deterministic.

@@ -13,6 +13,7 @@ list(APPEND SHARDSIM_MODELS_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/rabenseifner.cpp
   ${CMAKE_CURRENT_LIST_DIR}/direct.cpp
   ${CMAKE_CURRENT_LIST_DIR}/ompi_tuned.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/ompi_decision.cpp
   ${CMAKE_CURRENT_LIST_DIR}/in_network.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nccl_tuning.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nccl_model.cpp
