@@ -161,6 +161,14 @@ void predict_file(PublishedResult& res, const nlohmann::json& entry, const std::
   o.op = res.collective;
   o.algorithm = "auto";
   o.ranks = bool_member(entry, "model_ranks_first", where) ? res.ranks : 0;
+  if (entry.contains("model_ranks_per_node")) {  // the run's placement on a preset's nodes
+    const auto& v = entry.at("model_ranks_per_node");
+    if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > res.ranks) {
+      throw ConfigError(where + "/model_ranks_per_node", v.dump(), fmt::format("an integer from 1 to {} (the ranks)", res.ranks));
+    }
+    o.ranks = res.ranks;
+    o.ranks_per_node = v.get<int>();
+  }
   if (entry.contains("nccl_algo")) o.nccl_algo = string_member(entry, "nccl_algo", where);
   std::string bytes;
   for (const auto& m : meas) bytes += (bytes.empty() ? "" : ",") + std::to_string(m.bytes);
@@ -336,13 +344,17 @@ std::vector<PublishedResult> predict_published(const std::string& index_path) {
 PublishedSummary summarize_published(const std::vector<PublishedResult>& r) {
   PublishedSummary s;
   std::vector<double> large, small, mid;
+  std::vector<std::pair<std::string, std::vector<double>>> signed_by_coll;  // S >= 64 MiB
   for (const auto& f : r) {
     if (f.skipped) {
       ++s.skipped;
       continue;
     }
     ++s.files;
+    auto it = std::find_if(signed_by_coll.begin(), signed_by_coll.end(), [&](const auto& c) { return c.first == f.collective; });
+    if (it == signed_by_coll.end()) it = signed_by_coll.insert(signed_by_coll.end(), {f.collective, {}});
     for (const auto& p : f.points) {
+      if (p.bytes >= kLarge) it->second.push_back(p.busbw_error());
       if (p.bytes >= kLarge) large.push_back(std::fabs(p.busbw_error()));
       if (p.bytes <= kSmall) small.push_back(std::fabs(p.time_error()));
       if (is_mid(p.bytes)) mid.push_back(std::fabs(p.time_error()));
@@ -358,6 +370,12 @@ PublishedSummary summarize_published(const std::vector<PublishedResult>& r) {
   s.median_abs_time_small = median(small);
   s.points_mid = static_cast<int>(mid.size());
   s.median_abs_time_mid = median(mid);
+  for (const auto& [coll, errs] : signed_by_coll) {
+    if (errs.empty()) continue;
+    std::vector<double> abs_errs;
+    for (double e : errs) abs_errs.push_back(std::fabs(e));
+    s.by_collective.push_back({coll, static_cast<int>(errs.size()), median(abs_errs), median(errs)});
+  }
   return s;
 }
 
@@ -381,6 +399,12 @@ std::string published_table(const std::vector<PublishedResult>& r, const Publish
       "{:.1f} %. Worst |error| at a file's largest size: {:.1f} % ({}).\n",
       s.files, s.skipped, s.points_large, 100 * s.median_abs_busbw_large, s.points_small, 100 * s.median_abs_time_small,
       s.points_mid, 100 * s.median_abs_time_mid, 100 * s.worst_largest, s.worst_file);
+  std::string by;
+  for (const auto& c : s.by_collective) {
+    by += fmt::format("{}{} {} points, median |error| {:.1f} %, median signed {:+.1f} %", by.empty() ? "" : "; ",
+                      c.collective, c.points, 100 * c.median_abs, 100 * c.median_signed);
+  }
+  if (!by.empty()) out += fmt::format("Busbw at S >= 64 MiB by collective: {}.\n", by);
   return out;
 }
 

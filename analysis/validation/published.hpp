@@ -60,6 +60,14 @@ struct PublishedSummary {
   int points_large = 0, points_small = 0, points_mid = 0;
   double worst_largest = 0;  ///< largest |busbw error at a file's largest size|
   std::string worst_file;
+  /// Per collective at S >= 64 MiB: points, median |busbw error|, median signed busbw error
+  /// (> 0: the model too fast), in the order the collectives first appear.
+  struct ByCollective {
+    std::string collective;
+    int points = 0;
+    double median_abs = 0, median_signed = 0;
+  };
+  std::vector<ByCollective> by_collective;
 };
 PublishedSummary summarize_published(const std::vector<PublishedResult>& r);
 
