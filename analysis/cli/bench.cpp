@@ -49,7 +49,7 @@ struct EmulateCmd {
   backends::EmuSpec spec;
   std::string kind = "switch", out, topology_out, algorithms, collectives = "allreduce", program;
   std::string bytes = "1M:8M:x2", p2p_bytes = "4K:8M:x2", peers;
-  int warmup = 2, iters = 5, idle_sleep_us = 20, rt_priority = 1;
+  int warmup = 2, iters = 5, p2p_iters = 0, idle_sleep_us = 20, rt_priority = 1;  // p2p_iters 0: iters
   double timeout_s = 300;
 };
 
@@ -244,6 +244,7 @@ void run_emulate(EmulateCmd c) {
       backends::MpiRun r = base;
       r.collectives = {"pingpong", "exchange"};
       r.peer = p;
+      if (c.p2p_iters > 0) r.iters = c.p2p_iters;
       std::tie(r.min_bytes, r.max_bytes, r.factor) = p2p_sizes;
       backends::launch_mpi(r);
     }
@@ -311,6 +312,9 @@ void setup_bench(CLI::App& root) {
   emu->add_option("--peers", ec->peers, "Comma list of ranks paired with rank 0 for point-to-point (default: 1, and the first rank of leaf 1)");
   emu->add_option("--warmup", ec->warmup, "Untimed calls per size")->check(CLI::Range(0, 100000));
   emu->add_option("--iters", ec->iters, "Timed calls per size")->check(CLI::Range(1, 100000));
+  emu->add_option("--p2p-iters", ec->p2p_iters,
+                  "Timed calls per size of the point-to-point records (the calibration's; default: --iters)")
+      ->check(CLI::Range(1, 100000));
   emu->add_option("--timeout", ec->timeout_s, "Seconds before each mpirun is killed")->check(CLI::Range(1.0, 86400.0));
   emu->add_option("--idle-sleep-us", ec->idle_sleep_us,
                   "A waiting rank sleeps this long instead of spinning (hosts share cores); 0 = spin and yield")

@@ -11,7 +11,7 @@ log=${1:?usage: matrix_summary.sh CTEST_LOG}
 grep -o 'CELL .*' "$log" | awk '
 {
   pair = $3 " " $4
-  if ($4 ~ /^ompi-decision:/) pair = $3 " (OpenMPI's decision)"
+  if ($4 ~ /^ompi-decision:/) pair = $3 " (OpenMPI decision)"
   err = $7
   for (i = 8; i <= NF; ++i) if ($i == "repeat") { err = $(i + 1); break }
   sub(/%,?$/, "", err)
