@@ -84,12 +84,25 @@ int solve_ranks(const std::string& coll, const std::vector<Pending>& rows, const
   if (!best || is_point_to_point(coll) || coll == "broadcast" || coll == "reduce") {
     throw ConfigError(where, "the number of ranks is not in the log and cannot be solved from busbw/algbw", expected);
   }
+  // n from f = busbw / algbw: all-reduce f = 2(n-1)/n, the others f = (n-1)/n. The log rounds
+  // both to 2 decimals, so f is known to +-0.005 on each: every n that rounding allows must be
+  // the same integer, or the log does not tell (at 128 ranks and 89 GB/s, 127 to 129 do).
+  auto ranks_of = [&](double f) {
+    if (coll == "allreduce") return f < 2 ? 2.0 / (2.0 - f) : INFINITY;
+    return f < 1 ? 1.0 / (1.0 - f) : INFINITY;
+  };
   const double f = best->busbw / best->algbw;
-  double n = 0;
-  if (coll == "allreduce" && f < 2) n = 2.0 / (2.0 - f);
-  if (coll != "allreduce" && f < 1) n = 1.0 / (1.0 - f);
+  const double n = ranks_of(f);
   if (!(n >= 1.5) || !std::isfinite(n) || n > 1e6) {
     throw ConfigError(where, fmt::format("busbw/algbw = {:.4f} gives no rank count", f), expected);
+  }
+  const double lo = ranks_of(std::max(0.0, best->busbw - 0.005) / (best->algbw + 0.005));
+  const double hi = ranks_of((best->busbw + 0.005) / std::max(1e-9, best->algbw - 0.005));
+  if (std::lround(lo) != std::lround(n) || !std::isfinite(hi) || std::lround(hi) != std::lround(n)) {
+    throw ConfigError(where,
+                      fmt::format("busbw/algbw = {:.5f} ({} / {} GB/s) allows {:.1f} to {} ranks at the log's 2 decimals",
+                                  f, best->busbw, best->algbw, lo, std::isfinite(hi) ? fmt::format("{:.1f}", hi) : "any"),
+                      expected);
   }
   return static_cast<int>(std::lround(n));
 }
