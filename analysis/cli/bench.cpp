@@ -49,7 +49,7 @@ struct EmulateCmd {
   backends::EmuSpec spec;
   std::string kind = "switch", out, topology_out, algorithms, collectives = "allreduce", program;
   std::string bytes = "1M:8M:x2", p2p_bytes = "4K:8M:x2", peers;
-  int warmup = 2, iters = 5, p2p_iters = 0, idle_sleep_us = 20, rt_priority = 1;  // p2p_iters 0: iters
+  int warmup = 2, iters = 5, p2p_iters = 10, idle_sleep_us = 20, rt_priority = 1;
   double timeout_s = 300;
 };
 
@@ -244,7 +244,7 @@ void run_emulate(EmulateCmd c) {
       backends::MpiRun r = base;
       r.collectives = {"pingpong", "exchange"};
       r.peer = p;
-      if (c.p2p_iters > 0) r.iters = c.p2p_iters;
+      r.iters = c.p2p_iters;
       std::tie(r.min_bytes, r.max_bytes, r.factor) = p2p_sizes;
       backends::launch_mpi(r);
     }
@@ -313,7 +313,8 @@ void setup_bench(CLI::App& root) {
   emu->add_option("--warmup", ec->warmup, "Untimed calls per size")->check(CLI::Range(0, 100000));
   emu->add_option("--iters", ec->iters, "Timed calls per size")->check(CLI::Range(1, 100000));
   emu->add_option("--p2p-iters", ec->p2p_iters,
-                  "Timed calls per size of the point-to-point records (the calibration's; default: --iters)")
+                  "Timed calls per size of the point-to-point records, the calibration's (their median of three "
+                  "batch means from 6 calls on)")
       ->check(CLI::Range(1, 100000));
   emu->add_option("--timeout", ec->timeout_s, "Seconds before each mpirun is killed")->check(CLI::Range(1.0, 86400.0));
   emu->add_option("--idle-sleep-us", ec->idle_sleep_us,
