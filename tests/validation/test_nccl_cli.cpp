@@ -107,3 +107,41 @@ TEST_CASE("validate --published: an unknown corpus format is an error listing th
                        ConfigError);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("validate: an MPI record without a forced algorithm is predicted with OpenMPI's fixed decision") {
+  logs::BenchRecord r;
+  r.source = "t";
+  r.backend = "mpi";
+  r.ranks = 4;
+  r.bytes = 1 << 20;
+  r.time_us = 1000;
+  r.topology = {{"builder", "switch"}, {"n", 4}, {"bw", "400Mbit"}, {"lat", "20us"}, {"class", "ethernet"}};
+  // Each decision's prediction is the forced algorithm's (the same schedule): 4 ranks, 1 MiB.
+  struct Case {
+    std::string coll, label, forced;
+  };
+  for (const auto& c : {Case{"allreduce", "ompi-decision:rabenseifner", "rabenseifner"},
+                        Case{"reducescatter", "ompi-decision:ring", "ring"},
+                        Case{"broadcast", "ompi-decision:pipeline(chain)", "pipeline"},
+                        Case{"alltoall", "ompi-decision:linear", "linear"}}) {
+    CAPTURE(c.coll);
+    r.collective = c.coll;
+    r.algorithm.reset();
+    const auto decided = validation::predict({r}, validation::Options{});
+    REQUIRE(decided.size() == 1);
+    CHECK(decided[0].model_algorithm == c.label);
+    r.algorithm = c.forced;
+    const auto forced_rows = validation::predict({r}, validation::Options{});
+    REQUIRE(forced_rows.size() == 1);
+    CHECK(decided[0].predicted_us == forced_rows[0].predicted_us);
+  }
+  // A choice shardsim does not model is an error naming it.
+  r.collective = "allgather";
+  r.algorithm.reset();
+  r.ranks = 2;
+  r.topology["n"] = 2;
+  CHECK_THROWS_WITH_AS(validation::predict({r}, validation::Options{}),
+                       doctest::Contains("OpenMPI's fixed decision for allgather on 2 ranks at total_dsize 524288 B is "
+                                         "'two_proc' (id 6): OpenMPI allgather 'two_proc': two ranks only"),
+                       ConfigError);
+}
