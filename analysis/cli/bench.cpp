@@ -177,14 +177,14 @@ void print_achieved(const nlohmann::json& topo, const std::vector<logs::BenchRec
 
 // Tail drops of the emulated links' queues: a lossless link is what the flow model assumes, so
 // a run with drops measured the emulation's loss recovery as well (docs/measurements.md).
-void print_drops(const backends::EmulatedCluster& cluster, const char* when) {
+void print_drops(const backends::EmulatedCluster& cluster) {
   std::uint64_t total = 0;
   std::string where;
   for (const auto& d : cluster.queue_drops()) {
     total += d.dropped;
     if (d.dropped > 0) where += fmt::format(" {}/{} {}", d.ns, d.dev, d.dropped);
   }
-  fmt::print("queue drops ({}): {} packets{}{}\n", when, total, where.empty() ? "" : ":", where);
+  fmt::print("queue drops (every run): {} packets{}{}\n", total, where.empty() ? "" : ":", where);
 }
 
 void run_emulate(EmulateCmd c) {
@@ -256,7 +256,7 @@ void run_emulate(EmulateCmd c) {
       std::tie(r.min_bytes, r.max_bytes, r.factor) = coll_sizes;
       backends::launch_mpi(r);
     }
-    print_drops(cluster, "every run");
+    print_drops(cluster);
     cluster.teardown();
     const auto recs = logs::read_jsonl_file(c.out);
     print_achieved(topo, recs);

@@ -354,8 +354,10 @@ PublishedSummary summarize_published(const std::vector<PublishedResult>& r) {
     auto it = std::find_if(signed_by_coll.begin(), signed_by_coll.end(), [&](const auto& c) { return c.first == f.collective; });
     if (it == signed_by_coll.end()) it = signed_by_coll.insert(signed_by_coll.end(), {f.collective, {}});
     for (const auto& p : f.points) {
-      if (p.bytes >= kLarge) it->second.push_back(p.busbw_error());
-      if (p.bytes >= kLarge) large.push_back(std::fabs(p.busbw_error()));
+      if (p.bytes >= kLarge) {
+        it->second.push_back(p.busbw_error());
+        large.push_back(std::fabs(p.busbw_error()));
+      }
       if (p.bytes <= kSmall) small.push_back(std::fabs(p.time_error()));
       if (is_mid(p.bytes)) mid.push_back(std::fabs(p.time_error()));
     }

@@ -189,9 +189,6 @@ std::vector<logs::BenchRecord> emulate(const std::string& spec, int hosts, const
   std::vector<std::string> args{"bench", "emulate", "--spec", spec, "--hosts", std::to_string(hosts), "--rate", rate,
                                 "--collective", "allreduce,reducescatter,allgather,broadcast,alltoall", "--algorithm",
                                 entries, "--bytes", "1M", "--p2p-bytes", p2p_bytes, "--iters", "3", "--warmup", "1",
-                                // The calibration's records: 10 calls per size (a mean; one slow call of 3
-                                // moved a whole cluster's profile by up to 9 %, docs/measurements.md).
-                                "--p2p-iters", "10",
                                 // One mpirun runs every pair: on the 8-host bus at 200 Mbit/s about a minute.
                                 "--timeout", "600", "--out", out};
   if (spec == "two-level") args.insert(args.end(), {"--hosts-per-leaf", "2"});
