@@ -14,6 +14,7 @@
 
 #include "analysis/commands/collective_run.hpp"
 #include "models/collectives/collective.hpp"
+#include "models/collectives/nccl_model.hpp"
 #include "sim/error.hpp"
 #include "sim/text/strings.hpp"
 #include "traces/logs/parse.hpp"
@@ -146,7 +147,7 @@ double median(std::vector<double> v) {
 }
 
 void predict_file(PublishedResult& res, const nlohmann::json& entry, const std::vector<Measured>& meas,
-                  const std::string& where) {
+                  int gpus_per_thread, const std::string& where) {
   if (meas.empty()) throw ConfigError(where, "no measured row in " + res.file, "at least one row of measurements");
   cli::CollectiveOptions o;
   if (entry.contains("preset")) {
@@ -187,6 +188,12 @@ void predict_file(PublishedResult& res, const nlohmann::json& entry, const std::
     p.predicted_us = rows[i].time_s * 1e6;
     p.predicted_busbw_GBps = rows[i].busbw_GBps;
     p.algorithm = rows[i].algorithm;
+    const double floor_us = coll::nccl_tests_launch_floor_s(gpus_per_thread) * 1e6;
+    if (floor_us > p.predicted_us) {
+      p.predicted_busbw_GBps *= p.predicted_us / floor_us;
+      p.predicted_us = floor_us;
+      p.algorithm += fmt::format(" (-g {} launch floor)", gpus_per_thread);
+    }
     res.topology = rows[i].topology;
     res.points.push_back(p);
   }
@@ -211,6 +218,7 @@ struct MeasuredSet {
   int ranks = 0;
   std::string label;  ///< the file's row label when a file holds several rank counts
   std::vector<Measured> points;
+  int gpus_per_thread = 1;  ///< nccl-tests -g (the header's nGpus)
 };
 using FormatReader = std::vector<MeasuredSet> (*)(const std::string& path, const std::string& file, int ranks,
                                                   const std::string& collective, const std::string& where);
@@ -221,7 +229,10 @@ std::vector<MeasuredSet> read_nccl_tests(const std::string& path, const std::str
   po.in_place = true;
   po.ranks = ranks;
   MeasuredSet set{ranks, {}, {}};
-  for (const auto& r : logs::parse_log_file(path, po)) set.points.push_back({r.bytes, r.time_us, r.busbw_GBps});
+  for (const auto& r : logs::parse_log_file(path, po)) {
+    set.points.push_back({r.bytes, r.time_us, r.busbw_GBps});
+    set.gpus_per_thread = r.gpus_per_thread.value_or(1);
+  }
   if (set.points.empty()) throw ConfigError(where, "no row in " + file, "an nccl-tests table");
   return {set};
 }
@@ -334,7 +345,15 @@ std::vector<PublishedResult> predict_published(const std::string& index_path) {
       PublishedResult res = base;
       res.ranks = set.ranks;
       if (!set.label.empty()) res.file = set.label;
-      predict_file(res, e, set.points, where);
+      int g = set.gpus_per_thread;
+      if (e.contains("gpus_per_thread")) {  // a table without the nccl-tests header (csv)
+        const auto& v = e.at("gpus_per_thread");
+        if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > res.ranks) {
+          throw ConfigError(where + "/gpus_per_thread", v.dump(), fmt::format("an integer from 1 to {} (the ranks)", res.ranks));
+        }
+        g = v.get<int>();
+      }
+      predict_file(res, e, set.points, g, where);
       out.push_back(std::move(res));
     }
   }

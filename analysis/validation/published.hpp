@@ -13,7 +13,9 @@
 //   "topology": a topology JSON object;
 //   optional "model_ranks_first": true when the group is the first `ranks` devices of a
 //   larger preset (4 GPUs of an NVL72), "nccl_algo" (NCCL_ALGO of the run),
-//   "exclude_from_accuracy" (reason).
+//   "exclude_from_accuracy" (reason), "gpus_per_thread" (nccl-tests -g of a table without
+//   the log's "nGpus" header line: one thread driving that many GPUs, whose launches bound
+//   the small sizes, published.cpp).
 // Measured values: nccl-tests in-place columns (the out-of-place ones carry first-call
 // outliers), csv-summary "in busbw", csv-busbw "busbw_GBps" (time = S x busbw factor / busbw).
 // Errors are signed: busbw error = predicted busbw / measured - 1; time error = predicted

@@ -393,7 +393,8 @@ double lower_bound_s(const topo::Topology& t, const CollectiveOp& op) {
     case OpKind::allgather:
     case OpKind::alltoall: return busbw_factor(op.kind, n) * S / inj;
     case OpKind::broadcast:
-    case OpKind::reduce: return S / inj;
+    case OpKind::reduce:
+    case OpKind::sendrecv: return S / inj;
   }
   return 0;
 }

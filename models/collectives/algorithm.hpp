@@ -43,6 +43,8 @@ struct ParamInfo {
 /// sums into the receiver's (their contribution sets must be disjoint); a copying one
 /// overwrites the receiver's copy. `owner[u]` is the group rank whose reduce-scatter output
 /// (or all-gather input) holds unit u. Transfers of one step read the state before the step.
+/// Exceptions to the unit size: all-to-all unit a*n + b is what rank a sends to rank b (S/n
+/// bytes); sendrecv unit r is rank r's whole buffer (S bytes), which rank r + 1 must end with.
 /// Endpoint flags have the meaning of Transfer's (a switch NodeId instead of a group rank).
 struct PlanTransfer {
   std::uint32_t src = 0;

@@ -11,12 +11,13 @@
 namespace shardsim::coll {
 
 namespace {
-constexpr std::array<EnumName<OpKind>, 6> kOpKinds{{{OpKind::allreduce, "allreduce"},
+constexpr std::array<EnumName<OpKind>, 7> kOpKinds{{{OpKind::allreduce, "allreduce"},
                                                     {OpKind::reducescatter, "reducescatter"},
                                                     {OpKind::allgather, "allgather"},
                                                     {OpKind::broadcast, "broadcast"},
                                                     {OpKind::alltoall, "alltoall"},
-                                                    {OpKind::reduce, "reduce"}}};
+                                                    {OpKind::reduce, "reduce"},
+                                                    {OpKind::sendrecv, "sendrecv"}}};
 }  // namespace
 
 const char* to_string(OpKind k) { return enum_name(kOpKinds, k); }
@@ -44,7 +45,8 @@ double busbw_factor(OpKind k, std::size_t n) {
     case OpKind::allgather:
     case OpKind::alltoall: return (nn - 1) / nn;
     case OpKind::broadcast:
-    case OpKind::reduce: return 1.0;
+    case OpKind::reduce:
+    case OpKind::sendrecv: return 1.0;
   }
   return 1.0;
 }

@@ -12,16 +12,18 @@
 
 namespace shardsim::coll {
 
-enum class OpKind : std::uint8_t { allreduce, reducescatter, allgather, broadcast, alltoall, reduce };
+/// sendrecv: nccl-tests sendrecv_perf, a ring shift: every rank sends S bytes to the next rank
+/// of the group and receives S from the previous one, all at once (busbw = algbw).
+enum class OpKind : std::uint8_t { allreduce, reducescatter, allgather, broadcast, alltoall, reduce, sendrecv };
 const char* to_string(OpKind k);
 /// Every collective kind's name, in declaration order (`shardsim list`, error messages).
 std::vector<std::string> op_kind_names();
 /// Accepts allreduce|all-reduce|all_reduce, reducescatter, allgather, broadcast, alltoall,
-/// reduce. Throws ConfigError naming `where` and listing the valid names.
+/// reduce, sendrecv. Throws ConfigError naming `where` and listing the valid names.
 OpKind op_from_string(const std::string& s, const std::string& where);
 
 /// nccl-tests bus bandwidth factor: 2(n-1)/n all-reduce, (n-1)/n reduce-scatter, all-gather
-/// and all-to-all, 1 broadcast and reduce (nccl-tests doc/PERFORMANCE.md).
+/// and all-to-all, 1 broadcast, reduce and sendrecv (nccl-tests doc/PERFORMANCE.md).
 double busbw_factor(OpKind k, std::size_t n);
 
 struct CollectiveOp {

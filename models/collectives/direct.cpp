@@ -7,6 +7,8 @@
 //   all-reduce      reduce-scatter then all-gather (2 steps)
 //   all-to-all     every rank sends S/n to each peer: alpha + (n-1) S/(n B_port)
 //   broadcast       the root sends S to each peer: alpha + (n-1) S / B_port(root)
+//   sendrecv        every rank sends S to the next rank of the group (nccl-tests
+//                   sendrecv_perf's ring shift): alpha + S / B_port
 // B_port: detail::step_hop splits a link among the transfers of one source (or one
 // destination) that cross it, so on a star it is the port bandwidth divided by n-1 and the
 // forms above follow; sharing inside the network (multi-hop routes of different pairs) is
@@ -26,10 +28,12 @@ class Direct final : public Algorithm {
  public:
   [[nodiscard]] std::string name() const override { return "direct"; }
   [[nodiscard]] std::string description() const override {
-    return "every rank sends its piece straight to every other in one step (all-to-all, RS, AG, AR, broadcast)";
+    return "every rank sends its piece straight to every other in one step (all-to-all, RS, AG, AR, broadcast; "
+           "sendrecv: to the next rank)";
   }
   [[nodiscard]] std::vector<OpKind> ops() const override {
-    return {OpKind::allreduce, OpKind::reducescatter, OpKind::allgather, OpKind::alltoall, OpKind::broadcast};
+    return {OpKind::allreduce, OpKind::reducescatter, OpKind::allgather, OpKind::alltoall, OpKind::broadcast,
+            OpKind::sendrecv};
   }
   [[nodiscard]] std::optional<std::string> unsupported(const topo::Topology& t,
                                                        const CollectiveOp& op) const override {
@@ -77,6 +81,16 @@ class Direct final : public Algorithm {
       for (U r = 0; r < n; ++r) {
         if (r != static_cast<U>(op.root)) st.push_back({static_cast<U>(op.root), r, {0}, false});
       }
+      if (n > 1) d.steps.push_back(std::move(st));
+      return d;
+    }
+    if (op.kind == OpKind::sendrecv) {
+      // Unit r: rank r's buffer, which rank r + 1 must end with (a copy; the checker's
+      // all-to-all-like ownership: unit u is needed by its owner's successor).
+      d.units = n;
+      for (U u = 0; u < n; ++u) d.owner.push_back(u);
+      std::vector<PlanTransfer> st;
+      for (U a = 0; a < n; ++a) st.push_back({a, (a + 1) % n, {a}, false});
       if (n > 1) d.steps.push_back(std::move(st));
       return d;
     }
@@ -150,6 +164,13 @@ class Direct final : public Algorithm {
         break;
       }
       case OpKind::alltoall: out.push_back(all_pairs(S / nn, 0, "all-to-all")); break;
+      case OpKind::sendrecv: {
+        Step st;
+        for (U a = 0; a < n; ++a) st.transfers.push_back(xfer(a, (a + 1) % n, S));
+        st.label = "sendrecv";
+        out.push_back(std::move(st));
+        break;
+      }
       case OpKind::reducescatter: out.push_back(all_pairs(S / nn, (nn - 1) * S / nn, "reduce-scatter")); break;
       case OpKind::allgather: out.push_back(all_pairs(S / nn, 0, "all-gather")); break;
       case OpKind::allreduce:

@@ -95,15 +95,53 @@ View view_of(const topo::Topology& t, const CollectiveOp& op) {
   return v;
 }
 
+// Sendrecv (the header): rank i -> i+1; the slowest pair sets the time.
+NcclPrediction sendrecv_predict(const topo::Topology& t, const CollectiveOp& op, NcclPrediction out) {
+  const View v = view_of(t, op);
+  const double S = static_cast<double>(op.size_bytes);
+  const std::size_t n = v.ranks.size();
+  const double nvl_eff = nvlink_efficiency(out.system.arch);
+  double slowest = 0;  // seconds of the slowest pair's bytes
+  bool across = false;
+  std::string pair;
+  for (std::size_t i = 0; i < n && n > 1; ++i) {
+    const auto& a = v.ranks[i];
+    const auto& b = v.ranks[(i + 1) % n];
+    const bool inter = a.domain != b.domain;
+    across = across || inter;
+    const double rate = inter ? std::min(a.nic_eff_Bps, b.nic_eff_Bps)
+                              : std::min(a.nvlink_Bps, b.nvlink_Bps) * nvl_eff;
+    if (S / rate > slowest) {
+      slowest = S / rate;
+      pair = fmt::format("{} -> {} over {}", op.group[i], op.group[(i + 1) % n], inter ? "the network" : "NVLink");
+    }
+  }
+  const double lat_us = 8.4 + (across ? 14.0 : 3.4);  // baseLat and hwLat, Ring/Simple (as all-to-all)
+  out.choice = nccl::Choice{nccl::Algo::ring, nccl::Proto::simple, lat_us + slowest * 1e6, lat_us,
+                            slowest > 0 ? S / slowest / 1e9 : 0.0};
+  out.name = "p2p/Simple";
+  out.schedule = "direct";
+  out.latency_s = lat_us * 1e-6;
+  out.bandwidth_s = slowest;
+  out.time_s = out.latency_s + out.bandwidth_s;
+  out.why = "sendrecv: NCCL send/recv to the next rank (no tuning model); slowest pair " + pair;
+  out.formula = fmt::format("{} + S / slowest pair's rate ({})", detail::fs(out.latency_s), detail::fs(slowest));
+  return out;
+}
+
 const char* schedule_for(nccl::Algo a, OpKind op) {
-  if (op == OpKind::alltoall) return "direct";
+  if (op == OpKind::alltoall || op == OpKind::sendrecv) return "direct";
   switch (a) {
     case nccl::Algo::ring:  // one ring per channel over every NIC ("ring" where the group is one node)
-      return op == OpKind::broadcast ? "ring" : "ring-channels";
+      return "ring-channels";
     case nccl::Algo::tree: return "tree-channels";  // per channel over every NIC (one node: double-binary-tree)
     case nccl::Algo::nvls:
     case nccl::Algo::collnet_direct:
-    case nccl::Algo::collnet_chain: return "in-network";
+    case nccl::Algo::collnet_chain:
+      // in-network runs the all-reduce; NVLS all-gather / reduce-scatter (multicast, or the
+      // switch's reduction of each rank's share) have no schedule of their own: at flow fidelity
+      // the per-channel rings stand in (each rank's bytes cross its NVLink once either way).
+      return op == OpKind::allreduce ? "in-network" : "ring-channels";
     case nccl::Algo::nvls_tree: return "nvls-tree";
     case nccl::Algo::pat: return "rabenseifner";
   }
@@ -111,6 +149,10 @@ const char* schedule_for(nccl::Algo a, OpKind op) {
 }
 
 }  // namespace
+
+double nccl_tests_launch_floor_s(int gpus_per_thread) {
+  return gpus_per_thread > 1 ? gpus_per_thread * (33.7e-6 / 8) : 0.0;
+}
 
 double nic_efficiency(topo::LinkClass c) {
   switch (c) {
@@ -261,6 +303,7 @@ NcclPrediction nccl_predict(const topo::Topology& t, const CollectiveOp& op, con
   out.system = nccl_system(t, op, o);
   const auto& s = out.system;
   const auto bytes = op.size_bytes;
+  if (op.kind == OpKind::sendrecv) return sendrecv_predict(t, op, out);
   if (op.kind == OpKind::alltoall) {
     // Not tuned by NCCL (see the header): point-to-point at the collectives' effective rates.
     const View v = view_of(t, op);

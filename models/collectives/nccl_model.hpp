@@ -28,6 +28,10 @@
 // All-to-all has no NCCL tuning (grouped send/recv): time = baseLat[Ring][Simple] + hwLat of
 // the slowest class + max(bytes over NVLink / NVLink bandwidth, bytes over the NICs / a rank's
 // NIC share) (an assumption: p2p at the same effective rates as the collectives).
+// Sendrecv (nccl-tests sendrecv_perf: rank i sends S to rank i+1 of the group, all at once) the
+// same way, per pair: S over NVLink at the slower GPU's NVLink bandwidth inside a node, S over
+// the network at the slower GPU's NIC share across nodes (a GPU's own NICs, NCCL's p2p path to
+// a remote peer, src/graph/paths.cc); time = the latency + the slowest pair's S / rate.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -38,6 +42,19 @@
 #include "topologies/topology.hpp"
 
 namespace shardsim::coll {
+
+/// The floor nccl-tests' one-thread launches put under a collective's time: nccl-tests run as
+/// one thread driving G GPUs (-g G, "nGpus G" in its header) issues each iteration's G launches
+/// from that thread, one after the other (nccl-tests src/common.cu: ncclGroupStart, one call per
+/// GPU, ncclGroupEnd; NCCL launches on every device from the one thread), and its iterations
+/// follow each other without a synchronisation, so a small collective takes at least G x the
+/// per-GPU launch cost. The cost: NVIDIA/nccl-tests#123 (DGX A100, one process, -g 2..8,
+/// NCCL_ALGO=Ring, one channel, 8-128 B all-reduce): 10.0, 13.76, 16.88, 20.8, 25.2, 29.5,
+/// 33.7 us, i.e. 4.2 us per GPU at 4 and 8 GPUs (33.7 / 8); the maintainers name the cause
+/// (nccl-tests#333: "CUDA latency overheads of single process jobs"; nccl#613: "one thread is
+/// now responsible for launching on all GPUs"). G x 33.7 / 8 us for G > 1, else 0 (one GPU per
+/// thread: the model's own latency). Applied as max(model, floor) by `validate`.
+double nccl_tests_launch_floor_s(int gpus_per_thread);
 
 /// Wire efficiency of a network link class: payload / (payload + per-packet framing) at a
 /// 4096 B MTU. InfiniBand: LRH 8 + BTH 12 + ICRC 4 + VCRC 2 = 26 B (IBTA spec vol. 1, ch. 7):

@@ -77,7 +77,7 @@ const char* to_string(Arch a) {
 Table tune(const System& s, OpKind op) {
   Table t{};
   const int n = s.ranks, N = std::max(1, s.nodes);
-  if (n <= 1 || op == OpKind::alltoall) return t;
+  if (n <= 1 || op == OpKind::alltoall || op == OpKind::sendrecv) return t;
   const auto arch = static_cast<std::size_t>(s.arch);
   const std::size_t index2 = N <= 2 ? static_cast<std::size_t>(N - 1) : 2;
   const std::size_t index1 = N == 1 ? arch : (s.cpu == CpuVendor::amd ? 1 : 0);

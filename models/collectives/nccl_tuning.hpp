@@ -86,8 +86,8 @@ using Table = std::array<std::array<Entry, kProtos>, kAlgos>;
 /// ncclTopoTuneModel for one collective: latency and (algorithm) bandwidth of every algorithm
 /// and protocol, with one refinement of NCCL 2.32 (NVLSTree's per-channel cap,
 /// perChMaxNVLSTreeBws, nccl_tuning.cpp), with NCCL's default enables (LL128 on NVLink systems, NVLS-Tree only across
-/// nodes, CollNet only with network reduction, PAT only at one GPU per node). All-to-all has
-/// no NCCL tuning (it is grouped send/recv): every entry is 0.
+/// nodes, CollNet only with network reduction, PAT only at one GPU per node). All-to-all and
+/// sendrecv have no NCCL tuning (they are grouped send/recv): every entry is 0.
 Table tune(const System& s, OpKind op);
 
 struct Terms {

@@ -466,7 +466,8 @@ Schedule ompi_schedule(const CollectiveOp& op, const std::string& algorithm) {
       else alltoall_bruck(b, n, block);
       break;
     case OpKind::reduce:
-      break;  // no OpenMPI entry has kind reduce: ompi_unmodelled rejected it
+    case OpKind::sendrecv:
+      break;  // no OpenMPI entry has these kinds: ompi_unmodelled rejected them
   }
   return b.s;
 }

@@ -8,6 +8,10 @@
 //   all-gather      = (n-1) (alpha + S/(n B))
 //   broadcast       = pipelined chain from the root along the ring, C chunks:
 //                     t = (n-1 + C-1) (alpha + S/(C B))   (the pipeline of detail::Cost)
+//   reduce          = a pipelined chain round the ring from the rank after the root to the
+//                     root, each rank adding its data to every chunk it forwards (NCCL's ring
+//                     reduce, src/device/reduce.h: the ring ends at the root; busbw = algbw,
+//                     nccl-tests doc/PERFORMANCE.md): t = (n-1 + C-1) (alpha + S/(C B) + S/(C gamma))
 // ring-bidir runs two rings in opposite directions, each on half the data (NCCL builds
 // several rings per node, alternating direction, to use both directions of every link):
 //   all-reduce      = 2(n-1) (alpha + S/(2n B)) + (n-1) S/(n gamma), B over both directions.
@@ -15,6 +19,8 @@
 // overhead; bottleneck bandwidth, split when a rank's two sends share its port).
 // Ring order: Topology::ring_order restricted to the group.
 #include <fmt/format.h>
+
+#include <utility>
 
 #include "models/collectives/detail.hpp"
 
@@ -31,17 +37,17 @@ class Ring final : public Algorithm {
   [[nodiscard]] std::string name() const override { return bidir_ ? "ring-bidir" : "ring"; }
   [[nodiscard]] std::string description() const override {
     return bidir_ ? "two rings in opposite directions, each on half the data (both directions of every link)"
-                  : "unidirectional ring: reduce-scatter + all-gather in 2(n-1) steps of S/n; broadcast as a "
-                    "pipelined chain";
+                  : "unidirectional ring: reduce-scatter + all-gather in 2(n-1) steps of S/n; broadcast and "
+                    "reduce as a pipelined chain";
   }
   [[nodiscard]] std::vector<OpKind> ops() const override {
     if (bidir_) return {OpKind::allreduce, OpKind::reducescatter, OpKind::allgather};
-    return {OpKind::allreduce, OpKind::reducescatter, OpKind::allgather, OpKind::broadcast};
+    return {OpKind::allreduce, OpKind::reducescatter, OpKind::allgather, OpKind::broadcast, OpKind::reduce};
   }
   [[nodiscard]] std::vector<ParamInfo> params() const override {
     if (bidir_) return {};
     return {{"chunks", "int", "", "0",
-             "broadcast pipelining pieces (0: ceil(S / 1 MiB), at most 64); ignored by the other ops, "
+             "broadcast and reduce pipelining pieces (0: ceil(S / 1 MiB), at most 64); ignored by the other ops, "
              "whose ring steps already pipeline"}};
   }
   [[nodiscard]] std::optional<std::string> unsupported(const topo::Topology& t,
@@ -67,6 +73,17 @@ class Ring final : public Algorithm {
         Step st;
         st.transfers.push_back(xfer(x.first, x.second, S));
         st.label = "chain";
+        s.steps.push_back(std::move(st));
+      }
+      return s;
+    }
+    if (op.kind == OpKind::reduce) {
+      s.chunks = pipeline_chunks(op, p);
+      for (const auto& x : reduce_chain(ring, op)) {
+        Step st;
+        st.transfers.push_back(xfer(x.first, x.second, S));
+        st.reduce_bytes = S;
+        st.label = "chain-reduce";
         s.steps.push_back(std::move(st));
       }
       return s;
@@ -102,6 +119,20 @@ class Ring final : public Algorithm {
       return c.done(fmt::format("(n-1 + C-1) (alpha + S/(C B)) with n = {}, C = {}, alpha = {}, B = {}, S = {} B", n, C,
                                 fs(h.alpha_s), fbw(h.bw_Bps), op.size_bytes));
     }
+    if (op.kind == OpKind::reduce) {
+      const U C = pipeline_chunks(op, p);
+      std::vector<Cost::Stage> stages;
+      std::vector<Transfer> all;
+      for (const auto& x : reduce_chain(ring, op)) {
+        stages.push_back({step_hop(t, op, {xfer(x.first, x.second, S)}, p), S, S});
+        all.push_back(xfer(x.first, x.second, S));
+      }
+      c.pipeline(stages, C);
+      const Hop h = step_hop(t, op, all, p);
+      return c.done(fmt::format("(n-1 + C-1) (alpha + S/(C B) + S/(C gamma)) with n = {}, C = {}, alpha = {}, B = {}, "
+                                "S = {} B",
+                                n, C, fs(h.alpha_s), fbw(h.bw_Bps), op.size_bytes));
+    }
     const bool two = bidir_ && n > 2;
     Step st = ring_step(ring, +1, 0, 0, 1, "");
     if (two) merge_into(st, ring_step(ring, -1, 0, 0, 1, ""));
@@ -126,6 +157,12 @@ class Ring final : public Algorithm {
       d.units = 1;
       d.owner = {static_cast<U>(op.root)};
       for (const auto& x : chain(ring, op)) d.steps.push_back({PlanTransfer{x.first, x.second, {0}, false}});
+      return d;
+    }
+    if (op.kind == OpKind::reduce) {
+      d.units = 1;
+      d.owner = {static_cast<U>(op.root)};
+      for (const auto& x : reduce_chain(ring, op)) d.steps.push_back({PlanTransfer{x.first, x.second, {0}, true}});
       return d;
     }
     const bool two = bidir_ && n > 2;
@@ -167,6 +204,16 @@ class Ring final : public Algorithm {
     while (r < n && ring[r] != static_cast<U>(op.root)) ++r;
     std::vector<std::pair<U, U>> out;
     for (std::size_t k = 0; k + 1 < n; ++k) out.emplace_back(ring[(r + k) % n], ring[(r + k + 1) % n]);
+    return out;
+  }
+  // Forward round the ring from the rank after the root to the root: (ring[r+1+k],
+  // ring[r+2+k]) for k = 0..n-2 (NCCL's ring reduce ends at the root).
+  static std::vector<std::pair<U, U>> reduce_chain(const std::vector<U>& ring, const CollectiveOp& op) {
+    const std::size_t n = ring.size();
+    std::size_t r = 0;
+    while (r < n && ring[r] != static_cast<U>(op.root)) ++r;
+    std::vector<std::pair<U, U>> out;
+    for (std::size_t k = 0; k + 1 < n; ++k) out.emplace_back(ring[(r + 1 + k) % n], ring[(r + 2 + k) % n]);
     return out;
   }
   static std::vector<Transfer> chain_transfers(const std::vector<U>& ring, const CollectiveOp& op, double S) {

@@ -15,9 +15,20 @@
 //                     port all C);
 //   reduce-scatter  = (n-1) (alpha + S/(C n B_c)) + (n-1) S/(n gamma);  all-gather the same
 //                     without gamma.
+//   broadcast       = per channel a pipelined chain from the root along that channel's ring
+//                     (NCCL's ring broadcast), S/C each, in K = `chunks` pieces (default one
+//                     per 512 KiB of a channel's data, ceil(S / (C x 512 KiB)) in [1, 256]:
+//                     NCCL's BROADCAST_CHUNKSTEPS and REDUCE_CHUNKSTEPS are 1, one step of the
+//                     4 MiB / 8-step channel buffer, src/include/collectives.h): the slowest
+//                     channel's pipeline, sum of its n-1 hops' piece times + (K-1) x its
+//                     slowest hop's (detail::Cost::pipeline), ~ S/(C B_c) + the fill
+//   reduce          = per channel the chain along the ring from the rank after the root round to
+//                     the root (NCCL's ring reduce), every piece also reduced at gamma
 // alpha and B_c come from detail::step_hop over one step of all C rings at once.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 
@@ -76,6 +87,13 @@ namespace {
 
 using U = std::uint32_t;
 
+// Broadcast / reduce pieces per channel (header comment).
+U chain_chunks(const CollectiveOp& op, std::size_t channels, const CostParams& p) {
+  if (p.chunks > 0) return p.chunks;
+  const double k = std::ceil(static_cast<double>(op.size_bytes) / (static_cast<double>(channels) * 512.0 * 1024.0));
+  return static_cast<U>(std::clamp(k, 1.0, 256.0));
+}
+
 struct Layout {
   std::vector<std::vector<U>> rings;  ///< one per channel
   std::optional<std::string> why_not;
@@ -113,7 +131,12 @@ class RingChannels final : public Algorithm {
            "nodes on its own NIC/rail, each on S/C of the data";
   }
   [[nodiscard]] std::vector<OpKind> ops() const override {
-    return {OpKind::allreduce, OpKind::reducescatter, OpKind::allgather};
+    return {OpKind::allreduce, OpKind::reducescatter, OpKind::allgather, OpKind::broadcast, OpKind::reduce};
+  }
+  [[nodiscard]] std::vector<ParamInfo> params() const override {
+    return {{"chunks", "int", "", "0",
+             "broadcast and reduce pipelining pieces per channel (0: ceil(S / (C x 512 KiB)), at most 256); "
+             "ignored by the other ops"}};
   }
   [[nodiscard]] std::optional<std::string> unsupported(const topo::Topology& t,
                                                        const CollectiveOp& op) const override {
@@ -121,13 +144,18 @@ class RingChannels final : public Algorithm {
     return layout_of(t, op).why_not;
   }
 
-  [[nodiscard]] Schedule build(const topo::Topology& t, const CollectiveOp& op, const CostParams&) const override {
+  [[nodiscard]] Schedule build(const topo::Topology& t, const CollectiveOp& op, const CostParams& p) const override {
     const auto L = checked(t, op);
     Schedule s;
     s.algorithm = name();
     s.ranks = op.group.size();
     const double S = static_cast<double>(op.size_bytes), n = static_cast<double>(op.group.size());
     const double C = static_cast<double>(L.rings.size());
+    if (op.kind == OpKind::broadcast || op.kind == OpKind::reduce) {
+      s.chunks = chain_chunks(op, L.rings.size(), p);
+      s.steps = chain_steps(L, op);
+      return s;
+    }
     const U rep = static_cast<U>(op.group.size() - 1);
     auto phase = [&](bool reduce, const char* label) {
       // The reduction of S/n per step per rank is counted once (on the first channel's step).
@@ -146,6 +174,32 @@ class RingChannels final : public Algorithm {
     Cost c(p);
     const double S = static_cast<double>(op.size_bytes), nn = static_cast<double>(op.group.size());
     const double C = static_cast<double>(L.rings.size());
+    if (op.kind == OpKind::broadcast || op.kind == OpKind::reduce) {
+      // The channels run side by side: the slowest channel's pipeline over its own hops (each
+      // hop's route alone; a GPU's NVLink port carries C channels, not counted here: NVLink / C
+      // exceeds a NIC's rate on every preset, and the flow evaluator counts it).
+      const U K = chain_chunks(op, L.rings.size(), p);
+      AnalyticalCost worst;
+      std::size_t worst_c = 0;
+      for (std::size_t ch = 0; ch < L.rings.size(); ++ch) {
+        Cost cc(p);
+        std::vector<Cost::Stage> stages;
+        for (const auto& [src, dst] : chain_of(L.rings[ch], op)) {
+          stages.push_back({step_hop(t, op, {xfer(src, dst, S / C)}, p), S / C, op.kind == OpKind::reduce ? S / C : 0.0});
+        }
+        cc.pipeline(stages, K);
+        auto one = cc.done("");
+        if (ch == 0 || one.time_s > worst.time_s) {
+          worst = one;
+          worst_c = ch;
+        }
+      }
+      worst.formula = fmt::format("slowest channel ({}) of C = {}: (n-1 + K-1) pipeline of S/(C K) pieces{} over its own hops, "
+                                  "n = {}, K = {}, S = {} B",
+                                  worst_c, L.rings.size(), op.kind == OpKind::reduce ? " reduced at gamma" : "",
+                                  op.group.size(), K, op.size_bytes);
+      return worst;
+    }
     Step st = ring_step(L.rings[0], +1, 0, 0, 1, "");
     for (std::size_t k = 1; k < L.rings.size(); ++k) merge_into(st, ring_step(L.rings[k], +1, 0, 0, 1, ""));
     const Hop h = step_hop(t, op, st.transfers, p);
@@ -163,6 +217,21 @@ class RingChannels final : public Algorithm {
     const auto L = checked(t, op);
     const std::size_t n = op.group.size();
     DataPlan d;
+    if (op.kind == OpKind::broadcast || op.kind == OpKind::reduce) {
+      // Unit c: channel c's S/C of the buffer.
+      d.units = static_cast<U>(L.rings.size());
+      d.owner.assign(d.units, static_cast<U>(op.root));
+      const bool red = op.kind == OpKind::reduce;
+      for (std::size_t k = 0; k + 1 < n; ++k) {
+        std::vector<PlanTransfer> step;
+        for (std::size_t c = 0; c < L.rings.size(); ++c) {
+          const auto [src, dst] = chain_of(L.rings[c], op)[k];
+          step.push_back(PlanTransfer{src, dst, {static_cast<U>(c)}, red});
+        }
+        d.steps.push_back(std::move(step));
+      }
+      return d;
+    }
     // Unit c n + r: channel c's share of rank r's slice, owned (fully reduced) by rank r.
     d.units = static_cast<U>(L.rings.size() * n);
     for (U u = 0; u < d.units; ++u) d.owner.push_back(u % static_cast<U>(n));
@@ -190,6 +259,41 @@ class RingChannels final : public Algorithm {
   }
 
  private:
+  // Channel ring `ring`'s chain for broadcast (from the root forward round the ring) or reduce
+  // (from the rank after the root forward to the root): n-1 (sender, receiver) hops in order.
+  static std::vector<std::pair<U, U>> chain_of(const std::vector<U>& ring, const CollectiveOp& op) {
+    const std::size_t n = ring.size();
+    const auto it = std::find(ring.begin(), ring.end(), static_cast<U>(op.root));
+    const std::size_t r = static_cast<std::size_t>(it - ring.begin()) + (op.kind == OpKind::reduce ? 1 : 0);
+    std::vector<std::pair<U, U>> out;
+    for (std::size_t k = 0; k + 1 < n; ++k) out.emplace_back(ring[(r + k) % n], ring[(r + k + 1) % n]);
+    return out;
+  }
+  // Step k of every channel's chain at once, S/C per channel; a reduce step's reduce_bytes is
+  // the most any rank reduces in it (one S/C per channel it receives on).
+  static std::vector<Step> chain_steps(const Layout& L, const CollectiveOp& op) {
+    const std::size_t n = op.group.size();
+    const double piece = static_cast<double>(op.size_bytes) / static_cast<double>(L.rings.size());
+    std::vector<std::vector<std::pair<U, U>>> chains;
+    for (const auto& ring : L.rings) chains.push_back(chain_of(ring, op));
+    std::vector<Step> out;
+    for (std::size_t k = 0; k + 1 < n; ++k) {
+      Step st;
+      std::map<U, int> received;
+      for (const auto& ch : chains) {
+        st.transfers.push_back(xfer(ch[k].first, ch[k].second, piece));
+        ++received[ch[k].second];
+      }
+      if (op.kind == OpKind::reduce) {
+        int most = 0;
+        for (const auto& [rank, count] : received) most = std::max(most, count);
+        st.reduce_bytes = most * piece;
+      }
+      st.label = op.kind == OpKind::reduce ? "chain-reduce" : "chain";
+      out.push_back(std::move(st));
+    }
+    return out;
+  }
   Layout checked(const topo::Topology& t, const CollectiveOp& op) const {
     validate_op(t, op);
     auto L = layout_of(t, op);

@@ -93,7 +93,7 @@ TEST_CASE("bad input exits 2 with the place, what was found and what was expecte
              "hierarchical, double-binary-tree, tree-channels, nvls-tree, rabenseifner, direct, in-network");
   expect_bad({"collective", "--topology", "torus:dims=4x4,bw=100GB/s,lat=1us", "--op", "allscatter"},
              "--op: unknown collective 'allscatter'; expected one of allreduce, reducescatter, allgather, broadcast, "
-             "alltoall, reduce");
+             "alltoall, reduce, sendrecv");
   expect_bad({"collective", "--topology", "torus:dims=4x4,bw=100GB/s,lat=1us", "--bytes", "1MiB", "--timeline", "x.json"},
              "--timeline: fidelity analytical with 1 sizes; expected --fidelity flow and a single --bytes size");
 }

@@ -68,18 +68,31 @@ TEST_CASE("collective --ranks 2 --ranks-per-node 1: two nodes x one GPU, through
                        "--ranks-per-node: with --groups; expected one of --groups and --ranks-per-node", ConfigError);
 }
 
-TEST_CASE("validate --algorithm auto: NCCL's time on a GPU preset, the record's ranks per node") {
+namespace {
+// A record of `ranks` (ranks_per_node per node) and the options predicting it with NCCL's model
+// on dgx-h100-16, analytically.
+logs::BenchRecord record_of(const char* collective, int ranks, int ranks_per_node, double time_us) {
   logs::BenchRecord r;
   r.source = "t";
-  r.collective = "allreduce";
-  r.ranks = 2;
-  r.ranks_per_node = 1;
+  r.collective = collective;
+  r.ranks = ranks;
+  r.ranks_per_node = ranks_per_node;
   r.bytes = 1ull << 30;
-  r.time_us = 1000;
+  r.time_us = time_us;
+  return r;
+}
+validation::Options nccl_auto_options() {
   validation::Options o;
   o.topology = "dgx-h100-16";
   o.algorithm = "auto";
   o.analytical = true;
+  return o;
+}
+}  // namespace
+
+TEST_CASE("validate --algorithm auto: NCCL's time on a GPU preset, the record's ranks per node") {
+  const auto r = record_of("allreduce", 2, 1, 1000);
+  auto o = nccl_auto_options();
   const auto rows = validation::predict({r}, o);
   REQUIRE(rows.size() == 1);
   CHECK(rows[0].model_algorithm == "nccl:Ring/Simple");
@@ -95,6 +108,38 @@ TEST_CASE("validate --algorithm auto: NCCL's time on a GPU preset, the record's 
                        "in_network_reduction is directly linked to all 2 ranks; expected an algorithm that applies to "
                        "this topology and group, or --algorithm auto",
                        ConfigError);
+}
+
+TEST_CASE("validate --algorithm auto predicts nccl-tests sendrecv records; other runs keep them as the fit") {
+  auto r = record_of("sendrecv", 16, 8, 25000);
+  r.backend = "nccl-tests";
+  auto o = nccl_auto_options();
+  const auto rows = validation::predict({r}, o);
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].model_algorithm == "nccl:p2p/Simple");
+  coll::CollectiveOp op;
+  op.kind = coll::OpKind::sendrecv;
+  op.size_bytes = r.bytes;
+  for (int i = 0; i < 16; ++i) op.group.push_back(i);
+  const auto t = topo::make_topology("dgx-h100-16", "t");
+  CHECK(rows[0].predicted_us == doctest::Approx(coll::nccl_predict(t, op).time_s * 1e6).scale(0));
+  // Flow fidelity runs the ring shift ("direct"): 7 -> 8 and 15 -> 0 cross the network.
+  o.analytical = false;
+  const auto flow = validation::predict({r}, o);
+  REQUIRE(flow.size() == 1);
+  CHECK(flow[0].model_algorithm == "nccl:p2p/Simple (flow: direct)");
+  CHECK(flow[0].predicted_us > 0.9 * rows[0].predicted_us);
+  // A log of one thread driving the 16 GPUs (-g 16): its launches bound the time from below.
+  r.gpus_per_thread = 16;
+  r.bytes = 1024;
+  o.analytical = true;
+  const auto g16 = validation::predict({r}, o);
+  REQUIRE(g16.size() == 1);
+  CHECK(g16[0].predicted_us == doctest::Approx(16 * 33.7 / 8).epsilon(1e-12));
+  CHECK(g16[0].model_algorithm == "nccl:p2p/Simple (-g 16 launch floor)");
+  // Without auto a sendrecv record is a point-to-point record: skipped (calibration's input).
+  o.algorithm = "ring";
+  CHECK(validation::predict({r}, o).empty());
 }
 
 TEST_CASE("validate --published: an unknown corpus format is an error listing the readers' formats") {

@@ -26,43 +26,86 @@ TEST_CASE("published nccl-tests tables: predicted by collective --algorithm auto
   const auto r = validation::predict_published(kIndex);
   const auto s = validation::summarize_published(r);
   fmt::print("{}", validation::published_table(r, s));
-  // Every table index.json maps to a topology is predicted (31 files or rank counts), the
-  // degraded run, the GH200 quad nodes (no preset), the three multi-node H100 all-to-all runs
-  // whose NICs the source does not state, and the four MPI tables are not.
-  CHECK(s.files == 31);
-  CHECK(s.skipped == 9);
+  // Every table index.json maps to a topology is predicted (44 files or rank counts), the
+  // degraded run, the shared-fabric 32-node B200 sendrecv, the GH200 quad nodes (no preset),
+  // the three multi-node H100 all-to-all runs whose NICs the source does not state, and the four
+  // MPI tables are not.
+  CHECK(s.files == 44);
+  CHECK(s.skipped == 10);
   // Issue 14's small-message target: median |time error| <= 25 % at S <= 64 KiB; reached
-  // 18.6 %, bound at what is reached.
-  CHECK(s.median_abs_time_small <= 0.19);
-  // Issue 14's large-message target: median |busbw error| <= 10 % at S >= 64 MiB; reached 9.4 %
-  // (NVLS per architecture and NCCL 2.32's NVLSTree channel cap, docs/validation.md).
-  CHECK(s.median_abs_busbw_large <= 0.095);
-  // By collective: all-reduce 155 points 9.1 %; all-to-all 21 points 9.7 %, every one of them
-  // predicted too fast (median signed +9.7 %: point-to-point below the NVLink and NIC figures
-  // the model runs it at, docs/validation.md).
-  REQUIRE(s.by_collective.size() == 2);
-  CHECK(s.by_collective[0].collective == "allreduce");
-  CHECK(s.by_collective[0].points == 155);
-  CHECK(s.by_collective[1].collective == "alltoall");
-  CHECK(s.by_collective[1].points == 21);
+  // 21.6 % over 173 points with nccl-tests' -g launch floor (published.cpp; 50.3 % without
+  // it), bound at what is reached.
+  CHECK(s.points_small == 173);
+  CHECK(s.median_abs_time_small <= 0.22);
+  // Issue 14's large-message target: median |busbw error| <= 10 % at S >= 64 MiB: 10.5 % over
+  // 267 points since the all-gather, reduce-scatter and sendrecv tables came in (9.4 % over the
+  // 176 all-reduce and all-to-all points before): missed, bound at what is reached.
+  CHECK(s.points_large == 267);
+  CHECK(s.median_abs_busbw_large <= 0.106);
+  // By collective (docs/validation.md): every collective's median signed error is positive, the
+  // model too fast at 64 MiB and up (the ramp below, and point-to-point under the NVLink and NIC
+  // figures the model runs it at).
+  REQUIRE(s.by_collective.size() == 5);
+  const std::pair<const char*, int> kWant[] = {
+      {"allreduce", 155}, {"alltoall", 21}, {"allgather", 65}, {"reducescatter", 16}, {"sendrecv", 10}};
+  for (std::size_t i = 0; i < 5; ++i) {
+    CAPTURE(i);
+    CHECK(s.by_collective[i].collective == kWant[i].first);
+    CHECK(s.by_collective[i].points == kWant[i].second);
+    CHECK(s.by_collective[i].median_signed > 0);
+  }
+  CHECK(s.by_collective[0].median_abs <= 0.092);
   CHECK(s.by_collective[1].median_abs <= 0.10);
-  CHECK(s.by_collective[1].median_signed > 0);
-  // The mid-size ramp, 1 MiB <= S <= 32 MiB (84 points): median |time error| 32.9 %, every file
+  CHECK(s.by_collective[3].median_abs <= 0.08);
+  // The mid-size ramp, 1 MiB <= S <= 32 MiB (153 points): median |time error| 29.8 %, every file
   // that has such sizes predicted too fast (docs/validation.md: what NCCL's model leaves out
   // there). Bound at what is reached, so that a regression fails; no target in issue 14.
-  CHECK(s.points_mid == 84);
-  CHECK(s.median_abs_time_mid <= 0.34);
-  // No file worse than 25 % at its largest size, except the 2-rack GB300 all-to-all (a known
-  // miss, +309 %: 47.6 GB/s busbw per GPU, one 400 Gb/s NIC's rate; what makes the rack-local
-  // peers wait for the network is not established, docs/validation.md).
+  CHECK(s.points_mid == 153);
+  CHECK(s.median_abs_time_mid <= 0.30);
+  // No file worse than 25 % at its largest size, except three known misses (docs/validation.md):
+  // the 2-rack GB300 all-to-all (+309 %: 47.6 GB/s busbw per GPU, one 400 Gb/s NIC's rate; what
+  // makes the rack-local peers wait for the network is not established) and the ring
+  // all-gather across the compute trays of a GB200 NVL72 (+47 and +51 %: 466-488 GB/s against
+  // NCCL's 18 x 40.1 GB/s, which the 4-GPU ring all-reduce of one tray reaches within 6 %; NCCL's
+  // source has no lower MNNVL figure).
   for (const auto& f : r) {
     if (f.skipped) continue;
     CAPTURE(f.file);
-    if (f.file == "oci-gb300-nvl72-32x4-2racks-alltoall_perf.txt") {
+    if (f.file == "oci-gb300-nvl72-32x4-2racks-alltoall_perf.txt" || f.file == "gcp-a4x-gb200-2x4-all_gather_perf.txt" ||
+        f.file == "gcp-a4x-gb200-8x4-all_gather_perf.txt") {
       CHECK(std::fabs(f.largest) > 0.25);  // if this starts passing, move it into the bound
       continue;
     }
     CHECK(std::fabs(f.largest) <= 0.25);
+  }
+}
+
+TEST_CASE("nccl-tests -g G: one thread's G launches bound a small collective (4.2 us per GPU, nccl-tests#123)") {
+  const auto r = validation::predict_published(kIndex);
+  auto find = [&](const std::string& file) -> const validation::PublishedResult& {
+    const auto it = std::find_if(r.begin(), r.end(), [&](const auto& x) { return x.file == file; });
+    REQUIRE(it != r.end());
+    return *it;
+  };
+  // "nGpus 8" in the header: 8 x 33.7 / 8 us; the model's Ring/LL all-gather (10.8 us) is below.
+  const auto& ag = find("h100-together-1x8-ring-all_gather_perf.txt");
+  bool floored = false;
+  for (const auto& p : ag.points) {
+    if (p.bytes > 1024) continue;
+    CAPTURE(p.bytes);
+    CHECK(p.predicted_us == doctest::Approx(33.7).epsilon(1e-12));
+    CHECK(p.algorithm.find("(-g 8 launch floor)") != std::string::npos);
+    floored = true;
+  }
+  CHECK(floored);
+  // The largest sizes keep the model: the floor is far below.
+  CHECK(ag.points.back().algorithm == "nccl:Ring/Simple");
+  // A csv table takes it from the index ("gpus_per_thread": 4 for Azure's -g 4 GB200 run).
+  const auto& gb = find("azure-ndgb200v6-gb200-1x4-allreduce.csv");
+  CHECK(gb.points.front().predicted_us == doctest::Approx(4 * 33.7 / 8).epsilon(1e-12));
+  // One GPU per process (no -g): no floor.
+  for (const auto& p : find("gcp-a4-b200-2x8-all_gather_perf.txt").points) {
+    CHECK(p.algorithm.find("launch floor") == std::string::npos);
   }
 }
 
@@ -129,6 +172,9 @@ TEST_CASE("a malformed corpus index is a ConfigError naming the JSON path, not a
   const auto bad_flag = index_error("bad_flag", R"({"files": [{"file": "x.csv", "format": "csv-busbw", "collective": "allreduce",)"
                                                 R"( "ranks": 8, "preset": "gb200-nvl72", "model_ranks_first": "yes"}]})");
   CHECK(has(bad_flag, "/files/0/model_ranks_first: \"yes\"; expected true or false"));
+  const auto bad_gpt = index_error("bad_gpt", R"({"files": [{"file": "x.csv", "format": "csv-busbw", "collective": "allreduce",)"
+                                              R"( "ranks": 8, "preset": "dgx-h100-8", "gpus_per_thread": 9}]})");
+  CHECK(has(bad_gpt, "/files/0/gpus_per_thread: 9; expected an integer from 1 to 8 (the ranks)"));
   const auto bad_placement = index_error("bad_placement", R"({"files": [{"file": "x.csv", "format": "csv-busbw", "collective": "alltoall",)"
                                                           R"( "ranks": 8, "preset": "dgx-h100-16", "model_ranks_per_node": 0}]})");
   CHECK(has(bad_placement, "/files/0/model_ranks_per_node: 0; expected an integer from 1 to 8 (the ranks)"));

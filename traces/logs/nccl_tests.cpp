@@ -193,6 +193,7 @@ struct Run {
   std::optional<std::string> command;   // a command line naming the binary
   std::vector<RankLine> ranks;
   std::vector<Pending> rows;
+  std::optional<int> gpus_per_thread;  // "# nThread T nGpus G ...": G
 };
 
 // The collective of a command line or launcher message that names an nccl-tests binary:
@@ -343,6 +344,12 @@ std::vector<std::vector<BenchRecord>> parse_nccl_tests_runs(std::string_view tex
       }
       if (!tok.empty() && (tok[0] == "nThread" || (tok[0] == "nccl-tests" && tok.size() > 1 && tok[1] == "version"))) {
         header_line();
+        if (tok[0] == "nThread" && tok.size() >= 4 && tok[2] == "nGpus") {
+          int g = 0;
+          const std::string_view v = tok[3];
+          const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), g);
+          if (ec == std::errc() && end == v.data() + v.size() && g >= 1) runs.back().gpus_per_thread = g;
+        }
         continue;
       }
       if (auto l = layout_from_header(tok)) {
@@ -399,6 +406,7 @@ std::vector<std::vector<BenchRecord>> parse_nccl_tests_runs(std::string_view tex
       rpn = ranks_per_node_from(run.ranks, *ranks);
     }
     out.push_back(finish(name, coll, ranks, rpn, run.rows, hosts, o, "", "", "nccl-tests", true));
+    for (auto& r : out.back()) r.gpus_per_thread = run.gpus_per_thread;
   }
   return out;
 }

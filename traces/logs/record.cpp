@@ -121,13 +121,14 @@ nlohmann::json to_json(const BenchRecord& r) {
   j["busbw_GBps"] = r.busbw_GBps;
   j["topology"] = r.topology;
   if (r.peer) j["peer"] = *r.peer;
+  if (r.gpus_per_thread) j["gpus_per_thread"] = *r.gpus_per_thread;
   return j;
 }
 
 BenchRecord record_from_json(const nlohmann::json& j, const std::string& where) {
   if (!j.is_object()) throw ConfigError(where, "a " + json_type(j), "a JSON object (one record)");
   for (const auto& [key, value] : j.items()) {
-    bool known = key == "peer";
+    bool known = key == "peer" || key == "gpus_per_thread";
     for (const char* k : kKeys) known = known || key == k;
     if (!known) throw ConfigError(where + "/" + key, fmt::format("unknown key '{}'", key), "a record key (DESIGN 6)");
   }
@@ -165,6 +166,7 @@ BenchRecord record_from_json(const nlohmann::json& j, const std::string& where) 
     throw ConfigError(where + "/topology", "a " + json_type(r.topology), "a topology JSON object, a topology spec string or null");
   }
   r.peer = get_opt_int(j, "peer", where, 1);
+  r.gpus_per_thread = get_opt_int(j, "gpus_per_thread", where, 1);
   if (r.peer && *r.peer >= r.ranks) {
     throw ConfigError(where + "/peer", std::to_string(*r.peer), fmt::format("a rank below ranks ({})", r.ranks));
   }

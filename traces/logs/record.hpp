@@ -47,6 +47,9 @@ struct BenchRecord {
   /// name, file, builder:k=v), or null.
   nlohmann::json topology;
   std::optional<int> peer;  ///< point-to-point only
+  /// nccl-tests -g: GPUs one thread launches for (the header's "nGpus"), when a log says; its
+  /// launches bound a small collective's time (models/collectives/nccl_model.hpp).
+  std::optional<int> gpus_per_thread;
 
   bool operator==(const BenchRecord&) const = default;
 };

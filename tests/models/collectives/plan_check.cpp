@@ -40,9 +40,11 @@ std::string check_plan(const CollectiveOp& op, const DataPlan& plan, const Sched
   if (plan.owner.size() != plan.units) return "owner size differs from units";
   const std::uint64_t full = n == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1;
   // A unit is S / units bytes, except for all-to-all: unit a*n + b is what rank a sends to
-  // rank b, S/n bytes (a rank's buffer holds n of the n^2 units).
-  const double unit_bytes = op.kind == OpKind::alltoall ? static_cast<double>(op.size_bytes) / static_cast<double>(n)
-                                                        : static_cast<double>(op.size_bytes) / plan.units;
+  // rank b, S/n bytes (a rank's buffer holds n of the n^2 units); and for sendrecv: unit r is
+  // rank r's whole buffer, S bytes.
+  const double unit_bytes = op.kind == OpKind::alltoall   ? static_cast<double>(op.size_bytes) / static_cast<double>(n)
+                            : op.kind == OpKind::sendrecv ? static_cast<double>(op.size_bytes)
+                                                          : static_cast<double>(op.size_bytes) / plan.units;
   // Participants: ranks 0..n-1, then switch nodes as they appear.
   std::map<std::uint32_t, std::size_t> nodes;
   auto who = [&](std::uint32_t e, bool node) -> std::size_t {
@@ -119,6 +121,8 @@ std::string check_plan(const CollectiveOp& op, const DataPlan& plan, const Sched
     for (std::size_t r = 0; r < n; ++r) {
       bool need = true;
       if (op.kind == OpKind::reducescatter) need = plan.owner[u] == r;
+      if (op.kind == OpKind::reduce) need = r == static_cast<std::size_t>(op.root);
+      if (op.kind == OpKind::sendrecv) need = r == (plan.owner[u] + 1) % n;
       if (op.kind == OpKind::alltoall) need = u % n == r;
       if (need && holds[r][u] != full) {
         return fmt::format("rank {} ends with unit {} incomplete (mask {:#x})", r, u, holds[r][u]);

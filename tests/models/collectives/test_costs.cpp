@@ -39,6 +39,13 @@ TEST_CASE("ring closed forms on a switch: alpha = two 1 us links, B = 100 GB/s")
         "2(n-1) (alpha + S/(n B)) + (n-1) S/(n gamma) with n = 8, alpha = 5 us, B = 100 GB/s, S = 67108864 B");
   // Pipelined chain broadcast, C = 64 chunks of 1 MiB: (n-1 + C-1)(alpha + S/(C B)).
   CHECK(cost("ring", t, make_op(OpKind::broadcast, 8, S)) == doctest::Approx((7 + 63) * (a + S / 64 / B)).scale(0));
+  // Reduce: the same chain towards the root, every piece also reduced at gamma = 50 GB/s:
+  // (n-1 + C-1)(alpha + S/(C B) + S/(C gamma)); without gamma (infinite) as the broadcast.
+  CostParams g;
+  g.reduce_Bps = 50e9;
+  CHECK(cost("ring", t, make_op(OpKind::reduce, 8, S), g) ==
+        doctest::Approx((7 + 63) * (a + S / 64 / B + S / 64 / 50e9)).scale(0));
+  CHECK(cost("ring", t, make_op(OpKind::reduce, 8, S)) == doctest::Approx(cost("ring", t, make_op(OpKind::broadcast, 8, S))).scale(0));
   // Bidirectional ring on a switch: a rank's two sends share its one port (B/2 each), so it
   // is no faster than the ring: 2(n-1)(alpha + S/(2n) / (B/2)).
   CHECK(cost("ring-bidir", t, make_op(OpKind::allreduce, 8, S)) == doctest::Approx(14 * (a + S / 8 / B)).scale(0));

@@ -75,7 +75,7 @@ TEST_CASE("other algorithms agree with the flow model where nothing contends") {
   };
   for (Case c : {Case{"rabenseifner", OpKind::allreduce}, Case{"rabenseifner", OpKind::reducescatter},
                  Case{"direct", OpKind::allreduce}, Case{"direct", OpKind::alltoall},
-                 Case{"direct", OpKind::broadcast}, Case{"ring", OpKind::broadcast},
+                 Case{"direct", OpKind::broadcast}, Case{"ring", OpKind::broadcast}, Case{"ring", OpKind::reduce},
                  Case{"ring-bidir", OpKind::allreduce}}) {
     const auto b = run(c.algo, sw, make_op(c.kind, 16, S));
     INFO(c.algo, " ", to_string(c.kind));
@@ -130,7 +130,8 @@ TEST_CASE("no algorithm beats the lower bound, analytically or in the flow model
   for (const char* spec : specs) {
     auto t = topo::make_topology(spec, "test");
     const std::size_t n = t.num_devices();
-    for (OpKind k : {OpKind::allreduce, OpKind::reducescatter, OpKind::allgather, OpKind::broadcast, OpKind::alltoall}) {
+    for (OpKind k : {OpKind::allreduce, OpKind::reducescatter, OpKind::allgather, OpKind::broadcast, OpKind::reduce,
+                     OpKind::alltoall}) {
       for (double S : {64.0 * 1024, 16 * MiB}) {
         auto op = make_op(k, n, S);
         const double lb = lower_bound_s(t, op);

@@ -216,6 +216,36 @@ TEST_CASE("ring-channels at flow fidelity: one ring per rail, every NIC busy, NC
         "the group lies in one NVLink domain (one node): nothing to stripe over NICs (ring)");
 }
 
+TEST_CASE("ring-channels broadcast and reduce: one chain per rail, S/C each, pipelined; flow = closed form") {
+  // The same 2 x 8 NIC-bound cluster. Broadcast: per channel a chain from the root round its
+  // ring, S/8 each, in K = 256 pieces (S = 4 GiB: ceil(S / (8 x 512 KiB)) capped at 256). Every
+  // channel crosses each node boundary on its own rail once, so each NIC carries S/8 over the
+  // run: the bandwidth term is S / (8 x 50 GB/s), plus a fill of (n-2) pieces of S/(8 x 256).
+  const auto t = topo::make_topology(fast_nvlink_2x8(), "t");
+  const std::uint64_t S = 4ull << 30;
+  const double nic = 50e9, n = 16;
+  for (const OpKind k : {OpKind::broadcast, OpKind::reduce}) {
+    CAPTURE(to_string(k));
+    auto op = op_of(k, 16, S);
+    op.root = 5;
+    const auto& rc = find_algorithm("ring-channels", k, "test");
+    REQUIRE_FALSE(rc.unsupported(t, op));
+    const double flow_s = flow_time(t, op, rc);
+    const double bw_term = static_cast<double>(S) / (8 * nic);
+    CHECK(flow_s >= bw_term);
+    // Each piece also pays its route's latency on the crossing (PXN's NVLink hop and the NIC's
+    // two IB links: 2.5 us, against 42 us for 2 MiB at 50 GB/s).
+    CHECK(flow_s <= (bw_term + 256 * 2.5e-6) * (1 + (n - 2) / 256) * 1.01);
+    // The plain ring's chain crosses on one rail: about 8x slower.
+    CHECK(flow_time(t, op, find_algorithm("ring", k, "test")) >= 7 * bw_term);
+    // The closed form pipelines each channel on its own; the flow's steps hold a rank's channels
+    // together (a rank enters step k when its step k-1 is done on every channel): 1.1 % apart.
+    CHECK(rc.analytical(t, op, {}).time_s == doctest::Approx(flow_s).epsilon(0.02).scale(0));
+    // NCCL's ring for broadcast / reduce runs as ring-channels across nodes.
+    CHECK(nccl_auto(t, op, {})->schedule->name() == "ring-channels");
+  }
+}
+
 TEST_CASE("NVLS on Blackwell: the Hopper-set NVLS channel x nvlsEfficiency 0.74 / 0.85 (NCCL 2.32)") {
   // 8 GPUs of the NVL72 preset: NVLink 5 at 18 x 50 GB/s, NCCL's 40.1 GB/s per link.
   const auto t = topo::make_topology("gb200-nvl72", "t");
@@ -466,6 +496,33 @@ TEST_CASE("all-to-all: grouped send/recv, the NVLink share and the network share
       // other GPUs' NICs): with the node's NIC sum it would be 8 x this.
       const double busbw = static_cast<double>(S) / p.bandwidth_s * (n - 1) / n;
       CHECK(busbw == doctest::Approx(nodes / (nodes - 1.0) * nic * (n - 1) / n).epsilon(1e-12).scale(0));
+    }
+  }
+}
+
+TEST_CASE("sendrecv: a ring shift, the slowest pair's bytes over NVLink or the network") {
+  // nccl_model.hpp: rank i sends S to rank i+1; time = baseLat Ring/Simple 8.4 + hwLat (NVLink
+  // 3.4 on one node, NET 14 when a pair crosses nodes) + S / the slowest pair's rate: NVLink at
+  // NCCL's 20.6 GB/s x 18 inside a node, the GPU's own NIC across nodes. busbw = algbw.
+  const std::uint64_t S = 1ull << 30;
+  SUBCASE("one node: every pair over NVLink") {
+    const auto t = topo::make_topology("dgx-h100-8", "t");
+    const auto p = nccl_predict(t, op_of(OpKind::sendrecv, 8, S));
+    CHECK(p.name == "p2p/Simple");
+    CHECK(p.schedule == "direct");
+    CHECK(p.time_s == doctest::Approx((8.4 + 3.4) * 1e-6 + static_cast<double>(S) / (18 * 20.6e9)).epsilon(1e-12).scale(0));
+  }
+  SUBCASE("two nodes: ranks 7 -> 8 and 15 -> 0 cross on one NIC each") {
+    const auto t = topo::make_topology("dgx-h100-16", "t");
+    const auto p = nccl_predict(t, op_of(OpKind::sendrecv, 16, S));
+    CHECK(p.time_s == doctest::Approx((8.4 + 14.0) * 1e-6 + static_cast<double>(S) / (50e9 * kIbEff)).epsilon(1e-12).scale(0));
+    CHECK(p.why.find("7 -> 8 over the network") != std::string::npos);
+  }
+  SUBCASE("no tuning entry: NCCL's table is empty for sendrecv, as for all-to-all") {
+    const auto t = topo::make_topology("dgx-h100-16", "t");
+    const auto table = nccl::tune(nccl_system(t, op_of(OpKind::sendrecv, 16, S)), OpKind::sendrecv);
+    for (const auto& row : table) {
+      for (const auto& e : row) CHECK(e.bw_GBps == 0);
     }
   }
 }

@@ -57,7 +57,7 @@ TEST_CASE("find_algorithm: unknown names and ops list the valid ones") {
         "--algorithm: unknown algorithm 'rign' for allreduce; expected one of ring, ring-bidir, ring-channels, torus, "
         "hierarchical, double-binary-tree, tree-channels, nvls-tree, rabenseifner, direct, in-network");
   CHECK(error_of([] { find_algorithm("torus", OpKind::broadcast, "--algorithm"); }) ==
-        "--algorithm: algorithm 'torus' does not implement broadcast; expected one of ring, direct");
+        "--algorithm: algorithm 'torus' does not implement broadcast; expected one of ring, ring-channels, direct");
   CHECK(error_of([] { find_algorithm("ring", OpKind::alltoall, "--algorithm"); }) ==
         "--algorithm: algorithm 'ring' does not implement alltoall; expected one of direct");
   CHECK(find_algorithm("torus", OpKind::reducescatter, "x").name() == "torus");
@@ -141,7 +141,8 @@ std::vector<int> iota_group(std::size_t n) {
 
 TEST_CASE("every algorithm delivers the data: symbolic run on switches, tori, clusters") {
   const double S = 1 << 20;
-  for (OpKind k : {OpKind::allreduce, OpKind::reducescatter, OpKind::allgather, OpKind::broadcast, OpKind::alltoall}) {
+  for (OpKind k : {OpKind::allreduce, OpKind::reducescatter, OpKind::allgather, OpKind::broadcast, OpKind::reduce,
+                   OpKind::alltoall, OpKind::sendrecv}) {
     for (std::size_t n : {1, 2, 3, 5, 8, 16}) {
       auto t = topo::make_topology(fmt::format("switch:n={},bw=100GB/s,lat=1us", n), "test");
       CHECK(check_all(t, k, iota_group(n), S) >= 1);
@@ -168,6 +169,9 @@ TEST_CASE("every algorithm delivers the data: symbolic run on switches, tori, cl
   for (OpKind k : {OpKind::allreduce, OpKind::reducescatter, OpKind::allgather}) {
     CHECK(check_all(rail, k, iota_group(16), S) >= 4);
   }
+  // Broadcast and reduce per channel (ring-channels), the root in the middle of the group.
+  CHECK(check_all(rail, OpKind::broadcast, iota_group(16), S) == 3);  // ring, ring-channels, direct
+  CHECK(check_all(rail, OpKind::reduce, iota_group(16), S) == 2);     // ring, ring-channels
   CHECK(check_all(rail, OpKind::allreduce, {0, 1, 4, 5, 8, 9}, S) >= 3);  // 2 GPUs of 3 nodes
   // In-network reduction.
   auto nvls = topo::make_topology("nvswitch_node:n=8,bw=450GB/s,lat=1us,nvls=1", "test");

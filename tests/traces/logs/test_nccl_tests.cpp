@@ -89,6 +89,16 @@ TEST_CASE("header lines give collective, ranks, hosts and ranks per node") {
   CHECK(recs[0].host == "nodeA");
   CHECK(recs[0].algbw_GBps == doctest::Approx(0.1).scale(0));  // 1024 B / 10.24 us
   CHECK(recs[0].busbw_GBps == doctest::Approx(0.075).scale(0));
+  CHECK(recs[0].gpus_per_thread == 1);
+  // One thread driving 4 GPUs (-g 4): the header's nGpus is kept for the launch floor.
+  std::string g4 = log;
+  g4.replace(g4.find("nGpus 1"), 7, "nGpus 4");
+  CHECK(parse_log(g4, "rs.log").at(0).gpus_per_thread == 4);
+  // No header: unknown, not 1.
+  ParseOptions four;
+  four.ranks = 4;
+  four.collective = "reducescatter";
+  CHECK_FALSE(parse_log(log.substr(log.find("#       size")), "rs_perf.log", four).at(0).gpus_per_thread.has_value());
 }
 
 TEST_CASE("corrupted logs fail with the line number, never a wrong record") {

@@ -44,6 +44,7 @@ TEST_CASE("records round-trip through JSON Lines, blank lines skipped") {
   b.collective = "pingpong";
   b.ranks = 2;
   b.peer = 1;
+  a.gpus_per_thread = 8;
   b.algorithm.reset();
   b.ranks_per_node.reset();
   b.topology = nullptr;
@@ -56,6 +57,8 @@ TEST_CASE("records round-trip through JSON Lines, blank lines skipped") {
   CHECK(back[1] == b);
   CHECK(to_json(b)["algorithm"].is_null());
   CHECK_FALSE(to_json(a).contains("peer"));
+  CHECK(to_json(a)["gpus_per_thread"] == 8);
+  CHECK_FALSE(to_json(b).contains("gpus_per_thread"));
 }
 
 TEST_CASE("record validation names the line and the key") {
@@ -80,6 +83,9 @@ TEST_CASE("record validation names the line and the key") {
   j = good;
   j["peer"] = 4;
   expect_error(line_of(j), "f.jsonl:1/peer: 4; expected a rank below ranks (4)");
+  j = good;
+  j["gpus_per_thread"] = 0;
+  expect_error(line_of(j), "f.jsonl:1/gpus_per_thread: 0; expected an integer >= 1 or null");
   j = good;
   j["topology"] = 4;
   expect_error(line_of(j), "f.jsonl:1/topology: a number; expected a topology JSON object, a topology spec string or null");

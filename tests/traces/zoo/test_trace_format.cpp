@@ -132,7 +132,7 @@ TEST_CASE("every validation rule fails with the op and the field named") {
   j = minimal();
   j["ops"][2]["collective"]["kind"] = "shuffle";
   CHECK(error_of(j) == "t.json/ops/2/collective/kind: unknown collective 'shuffle'; expected one of allreduce, "
-                       "reducescatter, allgather, broadcast, alltoall, reduce");
+                       "reducescatter, allgather, broadcast, alltoall, reduce, sendrecv");
   j = minimal();
   j["ops"][0]["name"] = "";
   CHECK(error_of(j) == "t.json/ops/0/name: an empty name; expected a non-empty op name");
