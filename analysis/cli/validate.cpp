@@ -17,7 +17,7 @@ namespace {
 struct ValidateOptions {
   std::vector<std::string> files;
   std::string topology, profile, out, algorithm, collective, min_bytes = "0", published;
-  int ranks = 0, ranks_per_node = 0;
+  int ranks = 0, ranks_per_node = 0, gpus_per_thread = 0;
   bool analytical = false;
   double max_median = 0;
 };
@@ -47,6 +47,7 @@ void run_validate(const ValidateOptions& o) {
   if (!o.algorithm.empty()) vo.algorithm = o.algorithm;
   vo.analytical = o.analytical;
   if (o.ranks_per_node > 0) vo.ranks_per_node = o.ranks_per_node;
+  if (o.gpus_per_thread > 0) vo.gpus_per_thread = o.gpus_per_thread;
   const auto rows = validation::predict(recs, vo);
   if (rows.empty()) throw ConfigError("validate", "no collective record", "records of allreduce, reducescatter, ...");
   const std::uint64_t min_b = o.min_bytes == "0" ? 0 : units::parse_bytes(o.min_bytes, "--min-bytes");
@@ -92,6 +93,10 @@ void setup_validate(CLI::App& root) {
       ->check(CLI::Range(1, 1 << 24));
   sub->add_option("--collective", o->collective, "Collective, for logs that do not name it");
   sub->add_option("--ranks", o->ranks, "Ranks, for logs that do not list them")->check(CLI::Range(1, 1 << 24));
+  sub->add_option("--gpus-per-thread", o->gpus_per_thread,
+                  "nccl-tests -g of logs without the 'nGpus' header line (one thread launching for that many GPUs "
+                  "floors NCCL's time); default: the log's")
+      ->check(CLI::Range(1, 1 << 16));
   sub->add_option("--min-bytes", o->min_bytes, "Summaries over records of at least this size");
   sub->add_flag("--analytical", o->analytical, "Closed-form model instead of the flow model");
   sub->add_option("--max-median-error", o->max_median, "Exit 3 when a group's median |error| exceeds this (percent)");

@@ -230,8 +230,11 @@ std::vector<MeasuredSet> read_nccl_tests(const std::string& path, const std::str
   po.ranks = ranks;
   MeasuredSet set{ranks, {}, {}};
   for (const auto& r : logs::parse_log_file(path, po)) {
-    set.points.push_back({r.bytes, r.time_us, r.busbw_GBps});
     set.gpus_per_thread = r.gpus_per_thread.value_or(1);
+    // nccl-tests prints S = 0 where the count rounds to 0 elements per rank (all-gather of 8 B on
+    // 8 ranks): NCCL does no work for a zero-byte collective, the row times the harness alone.
+    if (r.bytes == 0) continue;
+    set.points.push_back({r.bytes, r.time_us, r.busbw_GBps});
   }
   if (set.points.empty()) throw ConfigError(where, "no row in " + file, "an nccl-tests table");
   return {set};

@@ -16,7 +16,8 @@
 //   "exclude_from_accuracy" (reason), "gpus_per_thread" (nccl-tests -g of a table without
 //   the log's "nGpus" header line: one thread driving that many GPUs, whose launches bound
 //   the small sizes, published.cpp).
-// Measured values: nccl-tests in-place columns (the out-of-place ones carry first-call
+// Rows of S = 0 (nccl-tests' all-gather / reduce-scatter below one element per rank) are not
+// compared: NCCL does no work for them. Measured values: nccl-tests in-place columns (the out-of-place ones carry first-call
 // outliers), csv-summary "in busbw", csv-busbw "busbw_GBps" (time = S x busbw factor / busbw).
 // Errors are signed: busbw error = predicted busbw / measured - 1; time error = predicted
 // time / measured - 1.

@@ -89,6 +89,9 @@ std::vector<Row> predict(const std::vector<logs::BenchRecord>& records, const Op
     // Point-to-point records are the calibration's fit; nccl-tests sendrecv (a ring shift of S,
     // coll::OpKind::sendrecv) is predicted like a collective when the NCCL model is asked for.
     if (logs::is_point_to_point(r.collective) && !(r.collective == "sendrecv" && o.algorithm == "auto")) continue;
+    // A zero-byte collective is no work for NCCL or MPI (nccl-tests prints S = 0 where the count
+    // rounds to 0 elements per rank): the record times the harness, not a collective.
+    if (r.bytes == 0) continue;
     const std::string where = fmt::format("{} ({} {} B)", r.source, r.collective, r.bytes);
     const nlohmann::json tj = o.topology ? nlohmann::json(*o.topology) : r.topology;
     if (tj.is_null()) throw ConfigError(where, "a record without a topology", "records that name one, or --topology");
@@ -243,11 +246,11 @@ std::vector<Row> predict(const std::vector<logs::BenchRecord>& records, const Op
       row.predicted_us = coll::evaluate_flow(t, op, s, fo).time_s * 1e6;
     }
     // nccl-tests' one-thread launches (-g G) bound NCCL's time from below (nccl_model.hpp).
-    if (nccl_us && r.gpus_per_thread) {
-      const double floor_us = coll::nccl_tests_launch_floor_s(*r.gpus_per_thread) * 1e6;
+    if (const auto g = r.gpus_per_thread ? r.gpus_per_thread : o.gpus_per_thread; nccl_us && g) {
+      const double floor_us = coll::nccl_tests_launch_floor_s(*g) * 1e6;
       if (floor_us > row.predicted_us) {
         row.predicted_us = floor_us;
-        row.model_algorithm += fmt::format(" (-g {} launch floor)", *r.gpus_per_thread);
+        row.model_algorithm += fmt::format(" (-g {} launch floor)", *g);
       }
     }
     row.error = (row.predicted_us - r.time_us) / r.time_us;

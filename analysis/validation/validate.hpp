@@ -52,6 +52,9 @@ struct Options {
   /// `ranks` devices.
   std::optional<int> ranks_per_node;
   bool analytical = false;                   ///< closed form instead of the flow model
+  /// nccl-tests -g of records that do not carry theirs (a log without the "nGpus" header line):
+  /// one thread's launches floor NCCL's time (coll::nccl_tests_launch_floor_s).
+  std::optional<int> gpus_per_thread;
 };
 
 struct Row {
@@ -64,7 +67,8 @@ struct Row {
   std::uint64_t min_message = 0, max_message = 0;
 };
 
-/// Predicts every collective record (point-to-point records are skipped: they are the fit).
+/// Predicts every collective record (point-to-point records are skipped: they are the fit; so are
+/// records of 0 bytes, which time the harness alone).
 /// Throws ConfigError naming the record (source and bytes) when it cannot be predicted.
 std::vector<Row> predict(const std::vector<logs::BenchRecord>& records, const Options& o);
 

@@ -137,6 +137,14 @@ TEST_CASE("validate --algorithm auto predicts nccl-tests sendrecv records; other
   REQUIRE(g16.size() == 1);
   CHECK(g16[0].predicted_us == doctest::Approx(16 * 33.7 / 8).epsilon(1e-12));
   CHECK(g16[0].model_algorithm == "nccl:p2p/Simple (-g 16 launch floor)");
+  // A record that does not say takes --gpus-per-thread; one that says keeps its own.
+  r.gpus_per_thread.reset();
+  CHECK(validation::predict({r}, o).at(0).model_algorithm == "nccl:p2p/Simple");
+  o.gpus_per_thread = 8;
+  CHECK(validation::predict({r}, o).at(0).predicted_us == doctest::Approx(33.7).epsilon(1e-12));
+  r.gpus_per_thread = 16;
+  CHECK(validation::predict({r}, o).at(0).predicted_us == doctest::Approx(16 * 33.7 / 8).epsilon(1e-12));
+  o.gpus_per_thread.reset();
   // Without auto a sendrecv record is a point-to-point record: skipped (calibration's input).
   o.algorithm = "ring";
   CHECK(validation::predict({r}, o).empty());
