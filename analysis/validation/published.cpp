@@ -14,7 +14,7 @@
 
 #include "analysis/commands/collective_run.hpp"
 #include "models/collectives/collective.hpp"
-#include "models/collectives/nccl_model.hpp"
+#include "analysis/validation/validate.hpp"
 #include "sim/error.hpp"
 #include "sim/text/strings.hpp"
 #include "traces/logs/parse.hpp"
@@ -188,12 +188,9 @@ void predict_file(PublishedResult& res, const nlohmann::json& entry, const std::
     p.predicted_us = rows[i].time_s * 1e6;
     p.predicted_busbw_GBps = rows[i].busbw_GBps;
     p.algorithm = rows[i].algorithm;
-    const double floor_us = coll::nccl_tests_launch_floor_s(gpus_per_thread) * 1e6;
-    if (floor_us > p.predicted_us) {
-      p.predicted_busbw_GBps *= p.predicted_us / floor_us;
-      p.predicted_us = floor_us;
-      p.algorithm += fmt::format(" (-g {} launch floor)", gpus_per_thread);
-    }
+    const double model_us = p.predicted_us;
+    p.predicted_us = with_launch_floor(model_us, gpus_per_thread, p.algorithm);
+    p.predicted_busbw_GBps *= model_us / p.predicted_us;
     res.topology = rows[i].topology;
     res.points.push_back(p);
   }
@@ -229,8 +226,9 @@ std::vector<MeasuredSet> read_nccl_tests(const std::string& path, const std::str
   po.in_place = true;
   po.ranks = ranks;
   MeasuredSet set{ranks, {}, {}};
-  for (const auto& r : logs::parse_log_file(path, po)) {
-    set.gpus_per_thread = r.gpus_per_thread.value_or(1);
+  const auto records = logs::parse_log_file(path, po);
+  if (!records.empty()) set.gpus_per_thread = records.front().gpus_per_thread.value_or(1);
+  for (const auto& r : records) {
     // nccl-tests prints S = 0 where the count rounds to 0 elements per rank (all-gather of 8 B on
     // 8 ranks): NCCL does no work for a zero-byte collective, the row times the harness alone.
     if (r.bytes == 0) continue;

@@ -247,11 +247,7 @@ std::vector<Row> predict(const std::vector<logs::BenchRecord>& records, const Op
     }
     // nccl-tests' one-thread launches (-g G) bound NCCL's time from below (nccl_model.hpp).
     if (const auto g = r.gpus_per_thread ? r.gpus_per_thread : o.gpus_per_thread; nccl_us && g) {
-      const double floor_us = coll::nccl_tests_launch_floor_s(*g) * 1e6;
-      if (floor_us > row.predicted_us) {
-        row.predicted_us = floor_us;
-        row.model_algorithm += fmt::format(" (-g {} launch floor)", *g);
-      }
+      row.predicted_us = with_launch_floor(row.predicted_us, *g, row.model_algorithm);
     }
     row.error = (row.predicted_us - r.time_us) / r.time_us;
     if (o.profile && t.num_devices() >= 2) {
@@ -264,6 +260,13 @@ std::vector<Row> predict(const std::vector<logs::BenchRecord>& records, const Op
     rows.push_back(std::move(row));
   }
   return rows;
+}
+
+double with_launch_floor(double predicted_us, int gpus_per_thread, std::string& label) {
+  const double floor_us = coll::nccl_tests_launch_floor_s(gpus_per_thread) * 1e6;
+  if (floor_us <= predicted_us) return predicted_us;
+  label += fmt::format(" (-g {} launch floor)", gpus_per_thread);
+  return floor_us;
 }
 
 double percentile(std::vector<double> v, double p) {

@@ -67,6 +67,11 @@ struct Row {
   std::uint64_t min_message = 0, max_message = 0;
 };
 
+/// max(predicted_us, the floor nccl-tests' one-thread launches for `gpus_per_thread` GPUs put
+/// under NCCL's time, coll::nccl_tests_launch_floor_s); appends " (-g G launch floor)" to `label`
+/// when the floor binds. For `validate` and `validate --published`.
+double with_launch_floor(double predicted_us, int gpus_per_thread, std::string& label);
+
 /// Predicts every collective record (point-to-point records are skipped: they are the fit; so are
 /// records of 0 bytes, which time the harness alone).
 /// Throws ConfigError naming the record (source and bytes) when it cannot be predicted.

@@ -281,6 +281,17 @@ Step ring_step(const std::vector<std::uint32_t>& ring, int dir, double bytes, do
   return s;
 }
 
+std::vector<std::pair<std::uint32_t, std::uint32_t>> ring_chain(const std::vector<std::uint32_t>& ring,
+                                                                 const CollectiveOp& op) {
+  const std::size_t n = ring.size();
+  std::size_t r = 0;
+  while (r < n && ring[r] != static_cast<std::uint32_t>(op.root)) ++r;
+  if (op.kind == OpKind::reduce) ++r;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> out;
+  for (std::size_t k = 0; k + 1 < n; ++k) out.emplace_back(ring[(r + k) % n], ring[(r + k + 1) % n]);
+  return out;
+}
+
 void merge_into(Step& a, const Step& b) {
   a.transfers.insert(a.transfers.end(), b.transfers.begin(), b.transfers.end());
   a.reduce_bytes += b.reduce_bytes;

@@ -116,6 +116,12 @@ Transfer xfer(std::uint32_t src, std::uint32_t dst, double bytes);
 /// A step in which ring[i] sends `bytes` to ring[i + dir] (dir = +1 or -1, modulo n).
 Step ring_step(const std::vector<std::uint32_t>& ring, int dir, double bytes, double reduce_bytes,
                std::uint32_t repeat, std::string label);
+/// The hops of a pipelined chain round `ring` (group positions), in order: broadcast from the
+/// root forward round the ring, (ring[r+k], ring[r+k+1]); reduce from the rank after the root
+/// forward to the root, (ring[r+1+k], ring[r+2+k]) (NCCL's ring broadcast and reduce); k = 0..n-2,
+/// r = the root's place in the ring.
+std::vector<std::pair<std::uint32_t, std::uint32_t>> ring_chain(const std::vector<std::uint32_t>& ring,
+                                                                 const CollectiveOp& op);
 /// Appends the transfers of `b` to `a` (same step; reduce bytes add).
 void merge_into(Step& a, const Step& b);
 

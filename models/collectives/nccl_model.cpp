@@ -95,6 +95,23 @@ View view_of(const topo::Topology& t, const CollectiveOp& op) {
   return v;
 }
 
+// Point-to-point (all-to-all, sendrecv: not tuned by NCCL, the header): baseLat + hwLat of
+// Ring/Simple, NET when any byte crosses nodes, else NVLink; plus `bandwidth_s`.
+NcclPrediction p2p_prediction(NcclPrediction out, bool across, double bytes, double bandwidth_s, std::string why,
+                              std::string formula_tail) {
+  const double lat_us = 8.4 + (across ? 14.0 : 3.4);
+  out.choice = nccl::Choice{nccl::Algo::ring, nccl::Proto::simple, lat_us + bandwidth_s * 1e6, lat_us,
+                            bandwidth_s > 0 ? bytes / bandwidth_s / 1e9 : 0.0};
+  out.name = "p2p/Simple";
+  out.schedule = "direct";
+  out.latency_s = lat_us * 1e-6;
+  out.bandwidth_s = bandwidth_s;
+  out.time_s = out.latency_s + out.bandwidth_s;
+  out.why = std::move(why);
+  out.formula = fmt::format("{} + {}", detail::fs(out.latency_s), formula_tail);
+  return out;
+}
+
 // Sendrecv (the header): rank i -> i+1; the slowest pair sets the time.
 NcclPrediction sendrecv_predict(const topo::Topology& t, const CollectiveOp& op, NcclPrediction out) {
   const View v = view_of(t, op);
@@ -116,17 +133,9 @@ NcclPrediction sendrecv_predict(const topo::Topology& t, const CollectiveOp& op,
       pair = fmt::format("{} -> {} over {}", op.group[i], op.group[(i + 1) % n], inter ? "the network" : "NVLink");
     }
   }
-  const double lat_us = 8.4 + (across ? 14.0 : 3.4);  // baseLat and hwLat, Ring/Simple (as all-to-all)
-  out.choice = nccl::Choice{nccl::Algo::ring, nccl::Proto::simple, lat_us + slowest * 1e6, lat_us,
-                            slowest > 0 ? S / slowest / 1e9 : 0.0};
-  out.name = "p2p/Simple";
-  out.schedule = "direct";
-  out.latency_s = lat_us * 1e-6;
-  out.bandwidth_s = slowest;
-  out.time_s = out.latency_s + out.bandwidth_s;
-  out.why = "sendrecv: NCCL send/recv to the next rank (no tuning model); slowest pair " + pair;
-  out.formula = fmt::format("{} + S / slowest pair's rate ({})", detail::fs(out.latency_s), detail::fs(slowest));
-  return out;
+  return p2p_prediction(std::move(out), across, S, slowest,
+                        "sendrecv: NCCL send/recv to the next rank (no tuning model); slowest pair " + pair,
+                        fmt::format("S / slowest pair's rate ({})", detail::fs(slowest)));
 }
 
 const char* schedule_for(nccl::Algo a, OpKind op) {
@@ -317,18 +326,9 @@ NcclPrediction nccl_predict(const topo::Topology& t, const CollectiveOp& op, con
     }
     const double intra_s = g > 1 ? S * (g - 1) / n / nvl : 0.0;
     const double inter_s = s.nodes > 1 ? S * (n - g) / n / nic_rank : 0.0;
-    const double lat_us = 8.4 + (s.nodes > 1 ? 14.0 : 3.4);  // baseLat and hwLat, Ring/Simple
-    out.choice = nccl::Choice{nccl::Algo::ring, nccl::Proto::simple, lat_us + std::max(intra_s, inter_s) * 1e6, lat_us,
-                              S / std::max(intra_s, inter_s) / 1e9};
-    out.name = "p2p/Simple";
-    out.schedule = "direct";
-    out.latency_s = lat_us * 1e-6;
-    out.bandwidth_s = std::max(intra_s, inter_s);
-    out.time_s = out.latency_s + out.bandwidth_s;
-    out.why = "all-to-all: NCCL grouped send/recv (no tuning model)";
-    out.formula = fmt::format("{} + max(intra {}, inter {})", detail::fs(out.latency_s), detail::fs(intra_s),
-                              detail::fs(inter_s));
-    return out;
+    return p2p_prediction(std::move(out), s.nodes > 1, S, std::max(intra_s, inter_s),
+                          "all-to-all: NCCL grouped send/recv (no tuning model)",
+                          fmt::format("max(intra {}, inter {})", detail::fs(intra_s), detail::fs(inter_s)));
   }
   const auto c = nccl::choose(s, op.kind, bytes, o.allowed);
   if (!c) {

@@ -20,8 +20,6 @@
 // Ring order: Topology::ring_order restricted to the group.
 #include <fmt/format.h>
 
-#include <utility>
-
 #include "models/collectives/detail.hpp"
 
 namespace shardsim::coll::detail {
@@ -67,23 +65,13 @@ class Ring final : public Algorithm {
     const auto ring = ring_of(t, op);
     const double S = size_of(op), nn = static_cast<double>(n);
     const U rep = static_cast<U>(n - 1);
-    if (op.kind == OpKind::broadcast) {
+    if (is_chain(op)) {
       s.chunks = pipeline_chunks(op, p);
-      for (const auto& x : chain(ring, op)) {
+      for (const auto& x : ring_chain(ring, op)) {
         Step st;
         st.transfers.push_back(xfer(x.first, x.second, S));
-        st.label = "chain";
-        s.steps.push_back(std::move(st));
-      }
-      return s;
-    }
-    if (op.kind == OpKind::reduce) {
-      s.chunks = pipeline_chunks(op, p);
-      for (const auto& x : reduce_chain(ring, op)) {
-        Step st;
-        st.transfers.push_back(xfer(x.first, x.second, S));
-        st.reduce_bytes = S;
-        st.label = "chain-reduce";
+        st.reduce_bytes = op.kind == OpKind::reduce ? S : 0.0;
+        st.label = op.kind == OpKind::reduce ? "chain-reduce" : "chain";
         s.steps.push_back(std::move(st));
       }
       return s;
@@ -110,28 +98,19 @@ class Ring final : public Algorithm {
     if (n < 2) return c.done("n = 1: nothing to do");
     const auto ring = ring_of(t, op);
     const double S = size_of(op), nn = static_cast<double>(n);
-    if (op.kind == OpKind::broadcast) {
-      const U C = pipeline_chunks(op, p);
-      std::vector<Cost::Stage> stages;
-      for (const auto& x : chain(ring, op)) stages.push_back({step_hop(t, op, {xfer(x.first, x.second, S)}, p), S, 0});
-      c.pipeline(stages, C);
-      const Hop h = step_hop(t, op, chain_transfers(ring, op, S), p);
-      return c.done(fmt::format("(n-1 + C-1) (alpha + S/(C B)) with n = {}, C = {}, alpha = {}, B = {}, S = {} B", n, C,
-                                fs(h.alpha_s), fbw(h.bw_Bps), op.size_bytes));
-    }
-    if (op.kind == OpKind::reduce) {
+    if (is_chain(op)) {
+      const bool red = op.kind == OpKind::reduce;
       const U C = pipeline_chunks(op, p);
       std::vector<Cost::Stage> stages;
       std::vector<Transfer> all;
-      for (const auto& x : reduce_chain(ring, op)) {
-        stages.push_back({step_hop(t, op, {xfer(x.first, x.second, S)}, p), S, S});
+      for (const auto& x : ring_chain(ring, op)) {
+        stages.push_back({step_hop(t, op, {xfer(x.first, x.second, S)}, p), S, red ? S : 0.0});
         all.push_back(xfer(x.first, x.second, S));
       }
       c.pipeline(stages, C);
       const Hop h = step_hop(t, op, all, p);
-      return c.done(fmt::format("(n-1 + C-1) (alpha + S/(C B) + S/(C gamma)) with n = {}, C = {}, alpha = {}, B = {}, "
-                                "S = {} B",
-                                n, C, fs(h.alpha_s), fbw(h.bw_Bps), op.size_bytes));
+      return c.done(fmt::format("(n-1 + C-1) (alpha + S/(C B){}) with n = {}, C = {}, alpha = {}, B = {}, S = {} B",
+                                red ? " + S/(C gamma)" : "", n, C, fs(h.alpha_s), fbw(h.bw_Bps), op.size_bytes));
     }
     const bool two = bidir_ && n > 2;
     Step st = ring_step(ring, +1, 0, 0, 1, "");
@@ -153,16 +132,12 @@ class Ring final : public Algorithm {
     DataPlan d;
     const std::size_t n = op.group.size();
     const auto ring = ring_of(t, op);
-    if (op.kind == OpKind::broadcast) {
+    if (is_chain(op)) {
       d.units = 1;
       d.owner = {static_cast<U>(op.root)};
-      for (const auto& x : chain(ring, op)) d.steps.push_back({PlanTransfer{x.first, x.second, {0}, false}});
-      return d;
-    }
-    if (op.kind == OpKind::reduce) {
-      d.units = 1;
-      d.owner = {static_cast<U>(op.root)};
-      for (const auto& x : reduce_chain(ring, op)) d.steps.push_back({PlanTransfer{x.first, x.second, {0}, true}});
+      for (const auto& x : ring_chain(ring, op)) {
+        d.steps.push_back({PlanTransfer{x.first, x.second, {0}, op.kind == OpKind::reduce}});
+      }
       return d;
     }
     const bool two = bidir_ && n > 2;
@@ -197,30 +172,8 @@ class Ring final : public Algorithm {
   }
 
  private:
-  // Chain from the root along the ring: (ring[r+k], ring[r+k+1]) for k = 0..n-2.
-  static std::vector<std::pair<U, U>> chain(const std::vector<U>& ring, const CollectiveOp& op) {
-    const std::size_t n = ring.size();
-    std::size_t r = 0;
-    while (r < n && ring[r] != static_cast<U>(op.root)) ++r;
-    std::vector<std::pair<U, U>> out;
-    for (std::size_t k = 0; k + 1 < n; ++k) out.emplace_back(ring[(r + k) % n], ring[(r + k + 1) % n]);
-    return out;
-  }
-  // Forward round the ring from the rank after the root to the root: (ring[r+1+k],
-  // ring[r+2+k]) for k = 0..n-2 (NCCL's ring reduce ends at the root).
-  static std::vector<std::pair<U, U>> reduce_chain(const std::vector<U>& ring, const CollectiveOp& op) {
-    const std::size_t n = ring.size();
-    std::size_t r = 0;
-    while (r < n && ring[r] != static_cast<U>(op.root)) ++r;
-    std::vector<std::pair<U, U>> out;
-    for (std::size_t k = 0; k + 1 < n; ++k) out.emplace_back(ring[(r + 1 + k) % n], ring[(r + 2 + k) % n]);
-    return out;
-  }
-  static std::vector<Transfer> chain_transfers(const std::vector<U>& ring, const CollectiveOp& op, double S) {
-    std::vector<Transfer> v;
-    for (const auto& x : chain(ring, op)) v.push_back(xfer(x.first, x.second, S));
-    return v;
-  }
+  // Broadcast and reduce run as a pipelined chain (detail::ring_chain).
+  static bool is_chain(const CollectiveOp& op) { return op.kind == OpKind::broadcast || op.kind == OpKind::reduce; }
   bool bidir_;
 };
 

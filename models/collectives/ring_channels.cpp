@@ -184,7 +184,7 @@ class RingChannels final : public Algorithm {
       for (std::size_t ch = 0; ch < L.rings.size(); ++ch) {
         Cost cc(p);
         std::vector<Cost::Stage> stages;
-        for (const auto& [src, dst] : chain_of(L.rings[ch], op)) {
+        for (const auto& [src, dst] : ring_chain(L.rings[ch], op)) {
           stages.push_back({step_hop(t, op, {xfer(src, dst, S / C)}, p), S / C, op.kind == OpKind::reduce ? S / C : 0.0});
         }
         cc.pipeline(stages, K);
@@ -218,15 +218,13 @@ class RingChannels final : public Algorithm {
     const std::size_t n = op.group.size();
     DataPlan d;
     if (op.kind == OpKind::broadcast || op.kind == OpKind::reduce) {
-      // Unit c: channel c's S/C of the buffer.
+      // Unit c: channel c's S/C of the buffer; step k's transfer c is channel c's hop k.
       d.units = static_cast<U>(L.rings.size());
       d.owner.assign(d.units, static_cast<U>(op.root));
-      const bool red = op.kind == OpKind::reduce;
-      for (std::size_t k = 0; k + 1 < n; ++k) {
+      for (const auto& st : chain_steps(L, op)) {
         std::vector<PlanTransfer> step;
-        for (std::size_t c = 0; c < L.rings.size(); ++c) {
-          const auto [src, dst] = chain_of(L.rings[c], op)[k];
-          step.push_back(PlanTransfer{src, dst, {static_cast<U>(c)}, red});
+        for (std::size_t c = 0; c < st.transfers.size(); ++c) {
+          step.push_back(PlanTransfer{st.transfers[c].src, st.transfers[c].dst, {static_cast<U>(c)}, op.kind == OpKind::reduce});
         }
         d.steps.push_back(std::move(step));
       }
@@ -259,23 +257,13 @@ class RingChannels final : public Algorithm {
   }
 
  private:
-  // Channel ring `ring`'s chain for broadcast (from the root forward round the ring) or reduce
-  // (from the rank after the root forward to the root): n-1 (sender, receiver) hops in order.
-  static std::vector<std::pair<U, U>> chain_of(const std::vector<U>& ring, const CollectiveOp& op) {
-    const std::size_t n = ring.size();
-    const auto it = std::find(ring.begin(), ring.end(), static_cast<U>(op.root));
-    const std::size_t r = static_cast<std::size_t>(it - ring.begin()) + (op.kind == OpKind::reduce ? 1 : 0);
-    std::vector<std::pair<U, U>> out;
-    for (std::size_t k = 0; k + 1 < n; ++k) out.emplace_back(ring[(r + k) % n], ring[(r + k + 1) % n]);
-    return out;
-  }
-  // Step k of every channel's chain at once, S/C per channel; a reduce step's reduce_bytes is
+  // Step k of every channel's chain (detail::ring_chain of each channel's ring) at once, S/C per channel; a reduce step's reduce_bytes is
   // the most any rank reduces in it (one S/C per channel it receives on).
   static std::vector<Step> chain_steps(const Layout& L, const CollectiveOp& op) {
     const std::size_t n = op.group.size();
     const double piece = static_cast<double>(op.size_bytes) / static_cast<double>(L.rings.size());
     std::vector<std::vector<std::pair<U, U>>> chains;
-    for (const auto& ring : L.rings) chains.push_back(chain_of(ring, op));
+    for (const auto& ring : L.rings) chains.push_back(ring_chain(ring, op));
     std::vector<Step> out;
     for (std::size_t k = 0; k + 1 < n; ++k) {
       Step st;
