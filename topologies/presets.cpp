@@ -141,6 +141,12 @@ const std::vector<PresetFamily>& preset_families() {
 }
 
 std::optional<Topology> make_preset(const std::string& name) {
+  // A sized family's name may begin another's (gcp-a4x, gcp-a4x-max): "gcp-a4x-max-144" belongs
+  // to the family with the longest matching prefix.
+  const PresetFamily* longest = nullptr;
+  for (const auto& p : preset_families()) {
+    if (p.sized && name.rfind(p.name + "-", 0) == 0 && (!longest || p.name.size() > longest->name.size())) longest = &p;
+  }
   for (const auto& p : preset_families()) {
     std::optional<nlohmann::json> obj;
     std::string desc = p.description;
@@ -148,8 +154,8 @@ std::optional<Topology> make_preset(const std::string& name) {
       if (name != p.name) continue;
       obj = family_object(p, 0);
     } else {
+      if (&p != longest) continue;
       const std::string prefix = p.name + "-";
-      if (name.rfind(prefix, 0) != 0) continue;
       const std::string rest = name.substr(prefix.size());
       const auto size = parse_size(rest);
       if (!size) {

@@ -310,6 +310,17 @@ std::vector<Device> make_presets() {
   v.push_back(gpu("gb200", "NVIDIA Blackwell GPU of a GB200 superchip (NVL72)", 80 * T, 1250 * T, 2500 * T,
                   5000 * T, 5000 * T, 186ULL * 1000000000ULL, 8000 * GB, "NVIDIA GB200 NVL72 datasheet"));
   per_op(v.back(), 148, kCudaTiles, 0.8, 0.5, 0.4, gb_src);
+  // NVIDIA GB300 NVL72 (Blackwell Ultra), per GPU without sparsity as tabulated from NVIDIA's
+  // figures by verda.com/blog/gb300-nvl72-architecture: FP32 80 TF, TF32 1.25, BF16 2.5, FP8 5 PF,
+  // INT8 0.165 POPS (Blackwell Ultra cut INT8), 279 GB HBM3e, 8 TB/s; consistent with the rack
+  // totals NVIDIA quotes (360 PF FP8 dense, 20 TB HBM at 576 TB/s: glennklockwood.com
+  // garden/processors/B300).
+  v.push_back(gpu("gb300", "NVIDIA Blackwell Ultra GPU of a GB300 superchip (NVL72)", 80 * T, 1250 * T, 2500 * T,
+                  5000 * T, 165 * T, 279ULL * 1000000000ULL, 8000 * GB,
+                  "NVIDIA GB300 NVL72 figures per GPU (verda.com GB300 NVL72 architecture post; glennklockwood.com B300)"));
+  per_op(v.back(), 160, kCudaTiles, 0.8, 0.5, 0.4,
+         "160 SMs (publicly reported; NVIDIA publishes no count); gemm_eff 0.8 and attention 0.5/0.4 are assumptions "
+         "as for gb200 (no published GB300 sustained measurement in the sources)");
   // AMD Instinct MI300X datasheet: FP32 matrix 163.4 TF, TF32 653.7, BF16 1,307.4, FP8 2,614.9,
   // INT8 2,614.9 TOPS (dense); 192 GB HBM3, 5.3 TB/s; 304 compute units.
   v.push_back(gpu("mi300x", "AMD Instinct MI300X 192GB", 163.4 * T, 653.7 * T, 1307.4 * T, 2614.9 * T, 2614.9 * T,

@@ -91,8 +91,10 @@ TEST_CASE("input that is none of preset, file, JSON or spec") {
         "--topology: an empty topology; expected a preset name, a .json file, inline JSON or builder:key=value,...");
   CHECK(error_of("foo", "--topology") ==
         "--topology: unknown topology 'foo'; expected a preset (aws-p4d-<GPUs>, aws-p4de-<GPUs>, aws-p5-<GPUs>, "
-        "dgx-a100-<GPUs>, dgx-b200-<GPUs>, dgx-h100-<GPUs>, dgx-h200-<GPUs>, gb200-nvl72, gcp-a3-mega-<GPUs>, "
-        "jean-zay-a100-<GPUs>, megascale-a100-<GPUs>, meta-h100-roce-<GPUs>, selene-<GPUs>, tpu-v2-<chips>, tpu-v3-<chips>, tpu-v4-<chips>, tpu-v5e-<chips>, tpu-v5p-<chips>), a .json file, "
+        "azure-nd-gb200-v6-<GPUs>, dgx-a100-<GPUs>, dgx-b200-<GPUs>, dgx-h100-<GPUs>, dgx-h200-<GPUs>, gb200-nvl72, "
+        "gcp-a3-mega-<GPUs>, gcp-a3-ultra-<GPUs>, gcp-a4-<GPUs>, gcp-a4x-<GPUs>, gcp-a4x-max-<GPUs>, "
+        "jean-zay-a100-<GPUs>, megascale-a100-<GPUs>, meta-h100-roce-<GPUs>, oci-gb200-<GPUs>, oci-gb300-<GPUs>, "
+        "selene-<GPUs>, tpu-v2-<chips>, tpu-v3-<chips>, tpu-v4-<chips>, tpu-v5e-<chips>, tpu-v5p-<chips>), a .json file, "
         "inline JSON or builder:key=value,... with builder one of " + kBuilders);
   CHECK(error_of("/nonexistent/t.json", "--topology") ==
         "--topology: cannot open '/nonexistent/t.json'; expected a readable JSON file");

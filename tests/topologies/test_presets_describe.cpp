@@ -100,6 +100,38 @@ TEST_CASE("cloud and B200 presets carry their datasheets' NIC bandwidth per GPU"
   CHECK(b200.node(8).in_network_reduction);
 }
 
+TEST_CASE("cloud presets of their own: RoCE where the DGX has InfiniBand, NVL72 domains joined by NICs") {
+  const auto route = [](const std::string& name, std::uint32_t a, std::uint32_t b) {
+    return make_topology(name, "test").rank_route(a, b);
+  };
+  const auto nic_class = [](const std::string& name, std::uint32_t a, std::uint32_t b) {
+    const Topology t = make_topology(name, "test");
+    return t.link(t.rank_route(a, b).links.front()).cls;
+  };
+  // GCP A3 Ultra / A4: the DGX H200 / B200 per-GPU NIC (3,200 Gbps over 8 CX-7), but RoCE.
+  CHECK(route("gcp-a3-ultra-16", 0, 8).bottleneck_Bps == 3200e9 / 8 / 8);
+  CHECK(nic_class("gcp-a3-ultra-16", 0, 8) == LinkClass::ethernet);
+  CHECK(nic_class("dgx-h200-16", 0, 8) == LinkClass::ib);
+  CHECK(make_topology("gcp-a3-ultra-8", "test").device_model() == "h200");
+  CHECK(route("gcp-a4-16", 0, 8).bottleneck_Bps == 3200e9 / 8 / 8);
+  CHECK(make_topology("gcp-a4-16", "test").device_model() == "b200");
+  // NVL72 domains: 72 GPUs on NVLink, the next domain through the GPUs' NICs.
+  const Topology a4x = make_topology("gcp-a4x-144", "test");
+  CHECK(a4x.num_devices() == 144);
+  CHECK(a4x.device_model() == "gb200");
+  CHECK(a4x.rank_route(0, 71).bottleneck_Bps == 900e9);
+  CHECK(a4x.rank_route(0, 72).bottleneck_Bps == 1600e9 / 4 / 8);  // 4 CX-7, 1,600 Gbps per 4 GPUs
+  CHECK(make_topology("gcp-a4x-72", "test").num_devices() == 72);
+  // gcp-a4x is a prefix of gcp-a4x-max: the longer family name wins.
+  CHECK(make_topology("gcp-a4x-max-144", "test").device_model() == "gb300");
+  CHECK(route("gcp-a4x-max-144", 0, 72).bottleneck_Bps == 3200e9 / 4 / 8);
+  CHECK(error_of("gcp-a4x-max-100").rfind("gcp-a4x-max-100: 100 GPUs is not a valid gcp-a4x-max size;", 0) == 0);
+  CHECK(nic_class("azure-nd-gb200-v6-144", 0, 72) == LinkClass::ib);
+  CHECK(nic_class("oci-gb200-144", 0, 72) == LinkClass::ethernet);
+  CHECK(route("oci-gb300-144", 0, 72).bottleneck_Bps == 8 * 400e9 / 4 / 8);  // 8 x 400G per 4-GPU host
+  CHECK(make_topology("oci-gb300-216", "test").num_devices() == 216);  // three racks
+}
+
 TEST_CASE("preset size errors list the valid sizes") {
   CHECK(error_of("tpu-v3-1000") ==
         "tpu-v3-1000: 1000 chips is not a valid tpu-v3 slice; expected one of 4, 8, 16, 32, 64, 128, 256, 512, 1024");
@@ -117,8 +149,9 @@ TEST_CASE("every preset name builds with the size it names") {
   const auto names = preset_names();
   // Slices of v2, v3, v4, v5p, v5e; gb200-nvl72; dgx-a100/b200/h100/h200, aws-p4d/p4de/p5 and
   // gcp-a3-mega at 8, 16, ..., 1024; meta-h100-roce at 8, 16, ..., 16384; selene at 8, ..., 4096;
-  // jean-zay-a100 at 8, ..., 256; megascale-a100 at 8, ..., 8192.
-  CHECK(names.size() == 7 + 9 + 11 + 11 + 8 + 1 + 8 * 8 + 12 + 10 + 6 + 11);
+  // jean-zay-a100 at 8, ..., 256; megascale-a100 at 8, ..., 8192; gcp-a3-ultra and gcp-a4 at 8,
+  // ..., 1024; the five NVL72-domain families at 72, 144, ..., 2304.
+  CHECK(names.size() == 7 + 9 + 11 + 11 + 8 + 1 + 8 * 8 + 12 + 10 + 6 + 11 + 2 * 8 + 5 * 6);
   for (const auto& n : names) {
     CAPTURE(n);
     const Topology t = make_topology(n, "test");

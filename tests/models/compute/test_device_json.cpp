@@ -13,6 +13,7 @@
 #include "models/compute/device_json.hpp"
 #include "models/compute/gemm.hpp"
 #include "sim/error.hpp"
+#include "topologies/presets.hpp"
 
 using namespace shardsim;
 using compute::MathType;
@@ -146,7 +147,7 @@ TEST_CASE("device JSON: each validation rule, with its exact message") {
   CHECK(error_of(json{{"name", "x"}, {"peak_flops", {{"bf16", 1e12}}}, {"hbm_bytes", 1}}) ==
         "dev.json: /hbm_Bps: missing; expected a value (or \"base\": a preset to start from)");
   CHECK(with("base", "v100") == "dev.json: /base: unknown device 'v100'; expected one of tpu-v2, tpu-v3, tpu-v4, "
-                                "tpu-v5e, tpu-v5p, a100-40gb, a100-80gb, h100, h100-hbm2e-500w, h100-pcie, h200, b200, gb200, mi300x");
+                                "tpu-v5e, tpu-v5p, a100-40gb, a100-80gb, h100, h100-hbm2e-500w, h100-pcie, h200, b200, gb200, gb300, mi300x");
   CHECK(with("base", "other.json") == "dev.json: /base: 'other.json'; expected a preset name (shardsim list devices)");
   CHECK(with("gemm_eff", 1.5) == "dev.json: /gemm_eff: 1.5; expected a fraction in (0, 1]");
   CHECK(with("mem_eff", 0) == "dev.json: /mem_eff: 0; expected a fraction in (0, 1]");
@@ -170,4 +171,21 @@ TEST_CASE("device JSON: each validation rule, with its exact message") {
   CHECK(with("hbm_bytes", 0) == "dev.json: /hbm_bytes: 0; expected a capacity > 0 bytes");
   CHECK(with("persistent_gemm", "yes") == "dev.json: /persistent_gemm: a string; expected true or false");
   CHECK(with("p2p_comm_units", 4) == "dev.json: /p2p_comm_units: 4 of 4 compute units; expected fewer units than compute_units");
+}
+
+TEST_CASE("every topology preset names a device the compute model knows") {
+  // plan --hardware and step look a preset's device up by its device_model (device_for_model);
+  // a preset whose device is missing would fail there, not here.
+  for (const auto& f : topo::preset_families()) {
+    CAPTURE(f.name);
+    const compute::Device& d = compute::device_for_model(f.device_model, f.name);
+    CHECK(d.hbm_bytes > 0);
+    CHECK(d.peak_flops.at(MathType::bf16) > 0);
+  }
+  // GB300 (Blackwell Ultra): more BF16 and HBM than GB200, INT8 cut to 0.165 POPS.
+  const compute::Device& gb300 = compute::find_device("gb300", "t");
+  const compute::Device& gb200 = compute::find_device("gb200", "t");
+  CHECK(gb300.peak_flops.at(MathType::bf16) == 2500e12);
+  CHECK(gb300.hbm_bytes > gb200.hbm_bytes);
+  CHECK(gb300.peak_flops.at(MathType::int8) < gb200.peak_flops.at(MathType::int8) / 20);
 }

@@ -90,7 +90,7 @@ TEST_CASE("devices: cited presets and the roofline") {
   }
   CHECK_THROWS_WITH_AS(compute::find_device("v100", "--device"),
                        "--device: unknown device 'v100'; expected one of tpu-v2, tpu-v3, tpu-v4, tpu-v5e, tpu-v5p, "
-                       "a100-40gb, a100-80gb, h100, h100-hbm2e-500w, h100-pcie, h200, b200, gb200, mi300x",
+                       "a100-40gb, a100-80gb, h100, h100-hbm2e-500w, h100-pcie, h200, b200, gb200, gb300, mi300x",
                        ConfigError);
 }
 
