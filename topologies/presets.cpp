@@ -75,8 +75,10 @@ PresetFamily load_family(std::string_view file, std::string_view text) {
     p.sizes_text = "one of " + join_sizes(sizes);
   } else if (kind == "dgx") {
     const long g = f.at("gpus_per_node").get<long>();
-    p.sizes_text = fmt::format("{} (one node) or a multiple of {} up to {} (rail-optimized cluster of {}-GPU nodes)", g, g,
-                               f.at("max_gpus").get<long>(), g);
+    // What one "node" of the family is: a server, or an NVL72 rack's NVLink domain.
+    const std::string node = f.value("node_unit", "node");
+    p.sizes_text = fmt::format("{} (one {}) or a multiple of {} up to {} (rail-optimized cluster of {}-GPU {}s)", g, node, g,
+                               f.at("max_gpus").get<long>(), g, node);
   } else if (kind == "fixed") {
     p.sized = false;
     p.sizes_text = fmt::format("{} {}", f.at("topology").at("n").get<long>(), p.unit);
