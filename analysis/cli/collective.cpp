@@ -84,7 +84,7 @@ void setup_collective(CLI::App& root) {
   sub->add_option("--topology,-t", o->run.topology,
                   "Preset (tpu-v3-1024, dgx-h100-64, ...), JSON file, or builder spec (torus:dims=32x32,bw=100GB/s,lat=1us)")
       ->required();
-  sub->add_option("--op", o->run.op, "allreduce | reducescatter | allgather | broadcast | alltoall")
+  sub->add_option("--op", o->run.op, "allreduce | reducescatter | allgather | broadcast | reduce | alltoall | sendrecv")
       ->default_val("allreduce");
   sub->add_option("--bytes,-b", o->run.bytes, "Size or range: 64MiB, 1K:1G:x4, 1M:8M:+1M, 1K,1M")->default_val("64MiB");
   sub->add_option("--ranks,-n", o->run.ranks, "Ranks (the first N devices; default all)");
