@@ -26,41 +26,47 @@ TEST_CASE("published nccl-tests tables: predicted by collective --algorithm auto
   const auto r = validation::predict_published(kIndex);
   const auto s = validation::summarize_published(r);
   fmt::print("{}", validation::published_table(r, s));
-  // Every table index.json maps to a topology is predicted (44 files or rank counts), the
+  // Every table index.json maps to a topology is predicted (49 files or rank counts), the
   // degraded run, the shared-fabric 32-node B200 sendrecv, the GH200 quad nodes (no preset),
-  // the three multi-node H100 all-to-all runs whose NICs the source does not state, and the four
-  // MPI tables are not.
-  CHECK(s.files == 44);
-  CHECK(s.skipped == 10);
+  // the five multi-node H100 runs of the cnode cluster whose NICs the source does not state
+  // (all-to-all x 3, all-gather and reduce-scatter on 10 x 8), and the four MPI tables are not.
+  CHECK(s.files == 49);
+  CHECK(s.skipped == 12);
   // Issue 14's small-message target: median |time error| <= 25 % at S <= 64 KiB; reached
-  // 20.1 % over 159 points with nccl-tests' -g launch floor (nccl_model.hpp; 49.5 % without
-  // it; rows of S = 0 are not compared), bound at what is reached.
-  CHECK(s.points_small == 159);
-  CHECK(s.median_abs_time_small <= 0.21);
-  // Issue 14's large-message target: median |busbw error| <= 10 % at S >= 64 MiB: 10.5 % over
-  // 267 points since the all-gather, reduce-scatter and sendrecv tables came in (9.4 % over the
-  // 176 all-reduce and all-to-all points before): missed, bound at what is reached.
-  CHECK(s.points_large == 267);
-  CHECK(s.median_abs_busbw_large <= 0.106);
-  // By collective (docs/validation.md): every collective's median signed error is positive, the
-  // model too fast at 64 MiB and up (the ramp below, and point-to-point under the NVLink and NIC
-  // figures the model runs it at).
-  REQUIRE(s.by_collective.size() == 5);
-  const std::pair<const char*, int> kWant[] = {
-      {"allreduce", 155}, {"alltoall", 21}, {"allgather", 65}, {"reducescatter", 16}, {"sendrecv", 10}};
-  for (std::size_t i = 0; i < 5; ++i) {
+  // 16.3 % over 223 points with nccl-tests' -g launch floor (nccl_model.hpp; rows of S = 0 are
+  // not compared), bound at what is reached.
+  CHECK(s.points_small == 223);
+  CHECK(s.median_abs_time_small <= 0.17);
+  // Issue 14's large-message target: median |busbw error| <= 10 % at S >= 64 MiB: 9.6 % over 307
+  // points with the DGX-2 all-reduce / broadcast / reduce and Voltage Park H100 4 x 8 tables
+  // (10.5 % over 267 before). Not a margin: with the cnode cluster's five NIC-unstated tables
+  // predicted on dgx-h100-80 it is 10.9 % (docs/validation.md). Bound at what is reached.
+  CHECK(s.points_large == 307);
+  CHECK(s.median_abs_busbw_large <= 0.097);
+  // By collective (docs/validation.md): the median signed error of every collective but
+  // broadcast and reduce (8 points each, one DGX-2, -1.4 / -1.9 %) is positive, the model too
+  // fast at 64 MiB and up (the ramp below, the default-setting multi-node H100 rings, and
+  // point-to-point under the NVLink and NIC figures the model runs it at).
+  REQUIRE(s.by_collective.size() == 7);
+  const std::pair<const char*, int> kWant[] = {{"allreduce", 171}, {"allgather", 73}, {"alltoall", 21}, {"broadcast", 8},
+                                               {"reduce", 8},      {"reducescatter", 16}, {"sendrecv", 10}};
+  for (std::size_t i = 0; i < 7; ++i) {
     CAPTURE(i);
     CHECK(s.by_collective[i].collective == kWant[i].first);
     CHECK(s.by_collective[i].points == kWant[i].second);
-    CHECK(s.by_collective[i].median_signed > 0);
+    if (i == 3 || i == 4) {
+      CHECK(s.by_collective[i].median_abs <= 0.03);
+    } else {
+      CHECK(s.by_collective[i].median_signed > 0);
+    }
   }
-  CHECK(s.by_collective[0].median_abs <= 0.092);
-  CHECK(s.by_collective[1].median_abs <= 0.10);
-  CHECK(s.by_collective[3].median_abs <= 0.08);
-  // The mid-size ramp, 1 MiB <= S <= 32 MiB (153 points): median |time error| 29.8 %, every file
-  // that has such sizes predicted too fast (docs/validation.md: what NCCL's model leaves out
+  CHECK(s.by_collective[0].median_abs <= 0.089);
+  CHECK(s.by_collective[2].median_abs <= 0.10);
+  CHECK(s.by_collective[5].median_abs <= 0.08);
+  // The mid-size ramp, 1 MiB <= S <= 32 MiB (183 points): median |time error| 29.8 %, nearly every
+  // file that has such sizes predicted too fast (docs/validation.md: what NCCL's model leaves out
   // there). Bound at what is reached, so that a regression fails; no target in issue 14.
-  CHECK(s.points_mid == 153);
+  CHECK(s.points_mid == 183);
   CHECK(s.median_abs_time_mid <= 0.30);
   // No file worse than 25 % at its largest size, except three known misses (docs/validation.md):
   // the 2-rack GB300 all-to-all (+309 %: 47.6 GB/s busbw per GPU, one 400 Gb/s NIC's rate; what
@@ -110,7 +116,7 @@ TEST_CASE("nccl-tests -g G: one thread's G launches bound a small collective (4.
 }
 
 TEST_CASE("OCI's RoCE fabrics are read as Ethernet: the 2-rack GB300 all-to-all at RoCE framing, closed form") {
-  // index.json gives OCI's topologies nic_class ethernet (the SOURCEs: RoCE, NCCL_IB_GID_INDEX=3).
+  // The oci-gb300 preset (index.json) has nic_class ethernet (the SOURCEs: RoCE, NCCL_IB_GID_INDEX=3).
   // The all-to-all model (models/collectives/nccl_model.hpp): latency 8.4 + 14 us, then the
   // slower of S 63/128 over NVLink (18 x 40.1 GB/s) and S 64/128 over the GPU's 800 Gb/s of
   // NICs x RoCE framing 4096 / (4096 + 82); busbw = S / t x 127/128.

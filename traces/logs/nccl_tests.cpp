@@ -178,7 +178,8 @@ std::optional<std::string> collective_from_nccl_binary(std::string_view binary) 
 
 namespace {
 
-// One "#  Rank  r Group g Pid p on host device d [bus] name" line (nccl-tests src/common.cu).
+// One "#  Rank  r Group g Pid p on host device d [bus] name" line (nccl-tests src/common.cu;
+// older versions print no "Group g").
 struct RankLine {
   int rank = 0;
   std::string host;
@@ -337,7 +338,9 @@ std::vector<std::vector<BenchRecord>> parse_nccl_tests_runs(std::string_view tex
       }
       if (body.starts_with("Collective test concluded")) continue;
       const auto tok = tokens(body);
-      if (tok.size() >= 6 && tok[0] == "Rank" && tok[2] == "Group") {
+      // "Rank r Group g Pid p on host device d ..."; nccl-tests before 2.x's groups printed
+      // "Rank r Pid p on host device d ..." (no Group).
+      if (tok.size() >= 6 && tok[0] == "Rank" && (tok[2] == "Group" || tok[2] == "Pid")) {
         header_line();
         runs.back().ranks.push_back(parse_rank_line(tok, lineno, where));
         continue;

@@ -259,6 +259,9 @@ TEST_CASE("every nccl-tests / OSU table of the corpus parses; ranks = N x G of t
                            : f.find("all_gather") != std::string::npos     ? "allgather"
                            : f.find("reduce_scatter") != std::string::npos ? "reducescatter"
                            : f.find("sendrecv") != std::string::npos       ? "sendrecv"
+                           : f.find("broadcast") != std::string::npos      ? "broadcast"
+                           : f.find("all_reduce") != std::string::npos     ? "allreduce"
+                           : f.find("-reduce_perf") != std::string::npos   ? "reduce"
                                                                            : "allreduce";
         CHECK(r.collective == want);
       }
@@ -266,4 +269,24 @@ TEST_CASE("every nccl-tests / OSU table of the corpus parses; ranks = N x G of t
     ++parsed;
   }
   MESSAGE("corpus tables parsed: " << parsed);
+}
+
+TEST_CASE("2019-era nccl-tests logs: 'Rank r Pid p' lines without Group, an error column, no root for all-reduce") {
+  // DGX-2 V100 tables (wohlbier/nccl-tests README): broadcast / reduce have busbw = algbw, so the
+  // rank count comes from the 12 rank lines alone; "nGpus 12" is the one-thread -g 12 run.
+  for (const auto& [file, coll] : {std::pair{"dgx2-v100-1x12-broadcast_perf.txt", "broadcast"},
+                                   {"dgx2-v100-1x12-reduce_perf.txt", "reduce"},
+                                   {"dgx2-v100-1x12-all_reduce_perf.txt", "allreduce"}}) {
+    const std::string name = file;
+    CAPTURE(name);
+    const auto recs = parse_log_file(kCorpus + name);
+    REQUIRE(recs.size() == 31);
+    for (const auto& r : recs) {
+      CHECK(r.collective == coll);
+      CHECK(r.ranks == 12);
+      CHECK(r.ranks_per_node == 12);
+      CHECK(r.gpus_per_thread == 12);
+    }
+    CHECK(recs.back().bytes == 8589934592ull);
+  }
 }
