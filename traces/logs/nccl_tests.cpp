@@ -338,8 +338,8 @@ std::vector<std::vector<BenchRecord>> parse_nccl_tests_runs(std::string_view tex
       }
       if (body.starts_with("Collective test concluded")) continue;
       const auto tok = tokens(body);
-      // "Rank r Group g Pid p on host device d ..."; nccl-tests before 2.x's groups printed
-      // "Rank r Pid p on host device d ..." (no Group).
+      // "Rank r Group g Pid p on host device d ..."; nccl-tests of 2019 printed
+      // "Rank r Pid p on host device d ..." (no Group field; the DGX-2 tables of the corpus).
       if (tok.size() >= 6 && tok[0] == "Rank" && (tok[2] == "Group" || tok[2] == "Pid")) {
         header_line();
         runs.back().ranks.push_back(parse_rank_line(tok, lineno, where));
