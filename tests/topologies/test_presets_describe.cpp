@@ -1,6 +1,7 @@
 // Presets (sizes, shapes, sources' numbers) and describe (bisection, diameter, export).
 #include <doctest/doctest.h>
 
+#include <set>
 #include <string>
 
 #include "test_helpers.hpp"
@@ -130,6 +131,31 @@ TEST_CASE("cloud presets of their own: RoCE where the DGX has InfiniBand, NVL72 
   CHECK(nic_class("oci-gb200-144", 0, 72) == LinkClass::ethernet);
   CHECK(route("oci-gb300-144", 0, 72).bottleneck_Bps == 8 * 400e9 / 4 / 8);  // 8 x 400G per 4-GPU host
   CHECK(make_topology("oci-gb300-216", "test").num_devices() == 216);  // three racks
+}
+
+TEST_CASE("every number of every preset family names its source") {
+  // STYLE: every constant carries its source. A preset's fields (nested ones as "link.bw") each
+  // need a "sources" entry; only names, units and link classes are exempt.
+  const std::set<std::string> exempt = {"family", "kind", "description", "device_model", "unit",
+                                        "sources", "node_unit", "builder", "class"};
+  for (const auto& f : preset_families()) {
+    CAPTURE(f.name);
+    REQUIRE(f.data.contains("sources"));
+    const auto& src = f.data.at("sources");
+    for (const auto& [k, v] : f.data.items()) {
+      if (exempt.count(k)) continue;
+      if (v.is_object()) {
+        for (const auto& [kk, vv] : v.items()) {
+          const std::string key = k + "." + kk;
+          CAPTURE(key);
+          if (!exempt.count(kk)) CHECK(src.contains(key));
+        }
+      } else {
+        CAPTURE(k);
+        CHECK(src.contains(k));
+      }
+    }
+  }
 }
 
 TEST_CASE("preset size errors list the valid sizes") {
