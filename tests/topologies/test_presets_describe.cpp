@@ -142,17 +142,18 @@ TEST_CASE("every number of every preset family names its source") {
     CAPTURE(f.name);
     REQUIRE(f.data.contains("sources"));
     const auto& src = f.data.at("sources");
-    for (const auto& [k, v] : f.data.items()) {
-      if (exempt.count(k)) continue;
-      if (v.is_object()) {
-        for (const auto& [kk, vv] : v.items()) {
-          const std::string key = k + "." + kk;
-          CAPTURE(key);
-          if (!exempt.count(kk)) CHECK(src.contains(key));
+    for (const auto& item : f.data.items()) {
+      const std::string key = item.key();  // CAPTURE takes a lambda capture: clang 14 refuses structured bindings
+      if (exempt.count(key)) continue;
+      if (item.value().is_object()) {
+        for (const auto& sub : item.value().items()) {
+          const std::string nested = key + "." + sub.key();
+          CAPTURE(nested);
+          if (!exempt.count(sub.key())) CHECK(src.contains(nested));
         }
       } else {
-        CAPTURE(k);
-        CHECK(src.contains(k));
+        CAPTURE(key);
+        CHECK(src.contains(key));
       }
     }
   }
