@@ -255,15 +255,11 @@ TEST_CASE("every nccl-tests / OSU table of the corpus parses; ranks = N x G of t
       }
       if (f.find("_perf") != std::string::npos) {
         CHECK(r.ranks_per_node == per_node);
-        const char* want = f.find("alltoall") != std::string::npos         ? "alltoall"
-                           : f.find("all_gather") != std::string::npos     ? "allgather"
-                           : f.find("reduce_scatter") != std::string::npos ? "reducescatter"
-                           : f.find("sendrecv") != std::string::npos       ? "sendrecv"
-                           : f.find("broadcast") != std::string::npos      ? "broadcast"
-                           : f.find("all_reduce") != std::string::npos     ? "allreduce"
-                           : f.find("-reduce_perf") != std::string::npos   ? "reduce"
-                                                                           : "allreduce";
-        CHECK(r.collective == want);
+        // The file name's binary (collective_from_file_name) agrees with what the log's header
+        // or command line gave the parser.
+        const auto want = collective_from_file_name(f);
+        REQUIRE(want);
+        CHECK(r.collective == *want);
       }
     }
     ++parsed;
